@@ -1,0 +1,1 @@
+//! The `-J file.json` writer (upstream schema version 3).

@@ -1,0 +1,1 @@
+//! The text report: header, device lines, table header, rows and footer.

@@ -1,0 +1,1 @@
+//! Host mirror of the verifiable data generator.

@@ -1,0 +1,1 @@
+//! CUDA source of the generator and checker kernels, and their names.
