@@ -72,7 +72,7 @@ pub fn c_g(value: f64) -> String {
     }
     // The exponent %e would print, after rounding to PRECISION significant digits.
     let exponent = decimal_exponent(value, PRECISION as usize - 1);
-    if exponent < -4 || exponent >= PRECISION {
+    if !(-4..PRECISION).contains(&exponent) {
         let s = c_exp(value, PRECISION as usize - 1);
         match s.split_once('e') {
             Some((mantissa, exp)) => format!("{}e{}", strip_zeros(mantissa), exp),
