@@ -1,1 +1,172 @@
-//! The `-J file.json` writer (upstream schema version 3).
+//! The `-J file.json` writer (upstream schema version 3, spec §3.8).
+//!
+//! [`JsonReport`] collects the run's description and rows and renders one JSON document, on one
+//! line, with upstream's keys in upstream's order, so `tools/analyze_perf_json.py` reads it. Its
+//! upstream quirks are kept: booleans as the strings `"true"`/`"false"`, `root` as the `%6i`
+//! string, one device entry per process, NaN as the string `"nan"`.
+//!
+//! Deliberate differences (all still valid JSON that parses to the same values where upstream's
+//! output is valid):
+//! - numbers are written with the shortest representation that reads back exactly (`7.86505`,
+//!   `0.0`) instead of `%lf` (`7.865050`, `0.000000`);
+//! - infinities are written as the strings `"inf"`/`"-inf"` (upstream writes a bare `inf`, which
+//!   is not JSON);
+//! - strings are escaped by serde_json (`/` is not escaped) and are never truncated (upstream cuts
+//!   a string at the first non-ASCII or control character, and after 2047 characters);
+//! - `env` lists only the variables that describe the run ([`filtered_env`]): upstream dumps the
+//!   whole environment, secrets included;
+//! - the document is rendered at the end of the run (or by [`JsonReport::render_aborted`] after a
+//!   failure) instead of being streamed while the run goes on.
+
+mod env;
+mod schema;
+
+pub use env::filtered_env;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{DeviceInfo, RowResult, RunInfo, Summary};
+use schema::{Config, Device, Document, End, RowJson};
+
+/// The schema version written in `"version"`.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// How many numbered alternatives (`file.json.0`, `file.json.1`, …) [`open_exclusive`] tries.
+const MAX_ALTERNATIVES: u32 = 10_000;
+
+/// True when `-J path` asks for JSON output: the name ends in `.json`, case-insensitive. Other
+/// names are silently ignored, as upstream does.
+pub fn wants_json(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    bytes.len() >= 5 && bytes[bytes.len() - 5..].eq_ignore_ascii_case(b".json")
+}
+
+/// Creates `path` exclusively (it must not exist yet); if it exists, tries `path.0`, `path.1`, …
+/// Returns the open file and the path actually created. Any error other than "already exists"
+/// is returned at once.
+pub fn open_exclusive(path: &Path) -> io::Result<(File, PathBuf)> {
+    let create = |p: &Path| OpenOptions::new().write(true).create_new(true).open(p);
+    match create(path) {
+        Ok(file) => return Ok((file, path.to_path_buf())),
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => {}
+    }
+    for i in 0..MAX_ALTERNATIVES {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{i}"));
+        let candidate = PathBuf::from(name);
+        match create(&candidate) {
+            Ok(file) => return Ok((file, candidate)),
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} and its {MAX_ALTERNATIVES} numbered alternatives all exist",
+            path.display()
+        ),
+    ))
+}
+
+/// `# Writing JSON output to <path>`, printed before the report header once the file is open.
+pub fn writing_line(path: &Path) -> String {
+    format!("# Writing JSON output to {}\n", path.display())
+}
+
+/// `# skipping json output; <path> not accessible`, printed when the file cannot be created.
+pub fn skipping_line(path: &Path) -> String {
+    format!(
+        "# skipping json output; {} not accessible\n",
+        path.display()
+    )
+}
+
+/// The JSON document of one run: created at the start, fed every row, rendered at the end.
+#[derive(Debug, Clone)]
+pub struct JsonReport {
+    start_time: String,
+    args: Vec<String>,
+    env: Vec<String>,
+    nccl_version: i32,
+    config: Config,
+    report_cputime: bool,
+    results: Vec<RowJson>,
+}
+
+impl JsonReport {
+    /// Starts a report.
+    ///
+    /// - `info`, `devices`: the run's parameters and every device line of the run; the `devices`
+    ///   array keeps the first device of each process (host name and pid), in order.
+    /// - `nccl_version`: the runtime NCCL version code (`ncclGetVersion`).
+    /// - `start_time`: local time formatted `%Y-%m-%d %H:%M:%S` by the caller.
+    /// - `args`: the command line, program name first.
+    /// - `env`: `NAME=value` strings, normally [`filtered_env`] of the process environment.
+    pub fn new(
+        info: &RunInfo,
+        devices: &[DeviceInfo],
+        nccl_version: i32,
+        start_time: String,
+        args: Vec<String>,
+        env: Vec<String>,
+    ) -> JsonReport {
+        let mut seen: Vec<(&str, u32)> = Vec::new();
+        let mut process_devices = Vec::new();
+        for d in devices {
+            let process = (d.hostname.as_str(), d.pid);
+            if !seen.contains(&process) {
+                seen.push(process);
+                process_devices.push(Device::from(d));
+            }
+        }
+        JsonReport {
+            start_time,
+            args,
+            env,
+            nccl_version,
+            config: Config::new(info, process_devices),
+            report_cputime: info.report_cputime,
+            results: Vec::new(),
+        }
+    }
+
+    /// Adds one table row to `results`.
+    pub fn add_row(&mut self, row: &RowResult) {
+        self.results.push(RowJson::new(row, self.report_cputime));
+    }
+
+    /// The complete document: everything collected, then `out_of_bounds`,
+    /// `average_bus_bandwidth`, `errors` and `end_time` (local time `%Y-%m-%d %H:%M:%S`).
+    pub fn render(&self, summary: &Summary, end_time: &str) -> String {
+        self.to_json(Some(End::new(summary, end_time)))
+    }
+
+    /// The document of a run that failed before its footer: what was collected so far (the
+    /// rows completed), closed properly, without the footer keys and `end_time` (as upstream,
+    /// which adds `end_time` only when the failure happens outside every nested container).
+    pub fn render_aborted(&self) -> String {
+        self.to_json(None)
+    }
+
+    fn to_json(&self, end: Option<End<'_>>) -> String {
+        let doc = Document {
+            version: SCHEMA_VERSION,
+            start_time: &self.start_time,
+            args: &self.args,
+            env: &self.env,
+            nccl_version: self.nccl_version,
+            config: &self.config,
+            results: &self.results,
+            end,
+        };
+        // Cannot fail: every map key is a string and no Serialize impl returns an error.
+        serde_json::to_string(&doc).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests;
