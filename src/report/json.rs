@@ -21,8 +21,9 @@
 mod env;
 mod schema;
 
-pub use env::filtered_env;
+pub use env::{ALLOWED_NAMES, ALLOWED_PREFIXES, SECRET_WORDS, filtered_env};
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -114,15 +115,12 @@ impl JsonReport {
         args: Vec<String>,
         env: Vec<String>,
     ) -> JsonReport {
-        let mut seen: Vec<(&str, u32)> = Vec::new();
-        let mut process_devices = Vec::new();
-        for d in devices {
-            let process = (d.hostname.as_str(), d.pid);
-            if !seen.contains(&process) {
-                seen.push(process);
-                process_devices.push(Device::from(d));
-            }
-        }
+        let mut seen = HashSet::new();
+        let process_devices = devices
+            .iter()
+            .filter(|d| seen.insert((d.hostname.as_str(), d.pid)))
+            .map(Device::from)
+            .collect();
         JsonReport {
             start_time,
             args,

@@ -19,7 +19,7 @@ pub enum Step {
 /// The run parameters shown in the header line and the JSON `config` object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
-    /// Program name (basename of argv[0]), e.g. `all_reduce_perf`.
+    /// Program name (basename of `argv[0]`), e.g. `all_reduce_perf`.
     pub program: String,
     /// `-t`
     pub nthreads: i64,

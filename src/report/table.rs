@@ -3,6 +3,13 @@
 //! Every function returns complete lines, each ending in `\n`, laid out byte for byte as
 //! nccl-tests v2.19.6 prints them (spec §3); trailing spaces are part of the contract. The caller
 //! decides where the text goes (only the main thread of world rank 0 prints).
+//!
+//! Where the references do not show a case, we decided:
+//! - the first table-header line does not depend on `-S`: the default one keeps its trailing
+//!   spaces, the `-I 1` one has none (the only `-I` reference also has `-S 1`, and the spec's
+//!   `-I` example without `-S` shows no trailing space either);
+//! - the version line carries our own name and version after upstream's three fields, so tools
+//!   reading `nccl-library=` still find it and a reader can tell the two programs apart.
 
 use super::format::{c_fixed, c_g, fit};
 use super::{DeviceInfo, HalfResult, RowResult, RunInfo, Step, Summary};
