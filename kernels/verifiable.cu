@@ -112,6 +112,14 @@ struct NpLay {
   bool noinf;  // e4m3: no infinities, only all-ones is NaN
 };
 
+// Layouts of the six float types (initialisers for NpLay).
+#define NP_HALF_LAY {5u, 10u, false, false}
+#define NP_FLOAT_LAY {8u, 23u, false, false}
+#define NP_DOUBLE_LAY {11u, 52u, false, false}
+#define NP_BF16_LAY {8u, 7u, false, false}
+#define NP_E4M3_LAY {4u, 3u, true, true}
+#define NP_E5M2_LAY {5u, 2u, true, false}
+
 NP_DEV u32 np_bias(NpLay l) { return (1u << (l.e - 1u)) - 1u; }
 NP_DEV u64 np_mmask(NpLay l) { return (1ull << l.m) - 1ull; }
 NP_DEV u64 np_emask(NpLay l) { return (1ull << l.e) - 1ull; }
@@ -342,8 +350,8 @@ NP_DEV void np_float_avg(NpLay l, bool is_float, bool is_fp8, u32 rn, u32 rme, u
   if (is_float) {
     *out = (u64)__float_as_uint(__fadd_rn(__double2float_rn(a), __double2float_rn(b)));
   } else if (is_fp8) {
-    NpLay half = {5u, 10u, false, false};
-    *out = np_from_double(l, np_to_double(half, np_from_double(half, __dadd_rn(a, b))));
+    NpLay half_lay = NP_HALF_LAY;
+    *out = np_from_double(l, np_to_double(half_lay, np_from_double(half_lay, __dadd_rn(a, b))));
   } else {
     *out = np_from_double(l, __dadd_rn(a, b));
   }
@@ -446,13 +454,6 @@ NP_DEV void np_mismatch_body(const void* got, const void* want, u64 count, u64 t
   __syncthreads();
   if (threadIdx.x == 0 && block_wrong != 0ull) atomicAdd(nwrong, block_wrong);
 }
-
-#define NP_HALF_LAY {5u, 10u, false, false}
-#define NP_FLOAT_LAY {8u, 23u, false, false}
-#define NP_DOUBLE_LAY {11u, 52u, false, false}
-#define NP_BF16_LAY {8u, 7u, false, false}
-#define NP_E4M3_LAY {4u, 3u, true, true}
-#define NP_E5M2_LAY {5u, 2u, true, false}
 
 // ---------------------------------------------------------------------------------------------
 // Input kernels
