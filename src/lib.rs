@@ -1,5 +1,143 @@
 //! nccl-perf: a native reimplementation of NVIDIA's nccl-tests `*_perf` benchmarks.
+//!
+//! Each binary is `nccl_perf::main_for(&Collective)`: parse the nccl-tests command line, run the
+//! sweep on the GPUs, print the nccl-tests table, exit with nccl-tests' exit codes.
 
+pub mod bootstrap;
+pub mod cli;
+pub mod collective;
+pub mod error;
+pub mod gpu;
+pub mod host;
+pub mod options;
 pub mod report;
+pub mod runner;
+pub mod sweep;
 pub mod types;
 pub mod verify;
+
+use error::{Error, code};
+use options::OptionsError;
+use std::process::ExitCode;
+
+/// The program name as nccl-tests prints it: argv[0] after the last `/` or `\`.
+pub fn program_name(argv0: &str) -> String {
+    argv0
+        .rsplit(['/', '\\'])
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("nccl-perf")
+        .to_string()
+}
+
+/// Prints a failure the way nccl-tests does: CUDA/NCCL failure lines and the too-few-GPUs text
+/// on stdout followed by the ` .. <host> pid <pid>: Test failure` trace line; anything else as
+/// one line on stderr.
+pub fn report_error(e: &Error) {
+    let host = host::short_hostname();
+    if e.on_stdout() {
+        println!("{}", e.render(&host));
+        println!(
+            " .. {host} pid {}: Test failure {}:{}",
+            std::process::id(),
+            file!(),
+            line!()
+        );
+    } else {
+        eprintln!("{}", e.render(&host));
+    }
+}
+
+/// Turns any panic into one line on stderr and exit code 1, never a backtrace, and never a hang
+/// of threads waiting for the panicking one.
+fn install_panic_hook(program: String) {
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("{program}: internal error: {msg}{place} (a bug in nccl-perf; please report it)");
+        std::process::exit(code::INTERNAL as i32);
+    }));
+}
+
+/// The whole program of one `*_perf` binary.
+pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let program = program_name(
+        &argv
+            .first()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    install_panic_hook(program.clone());
+    let raw = match cli::parse(argv.iter().skip(1).cloned()) {
+        Ok(r) => r,
+        Err(msg) => {
+            eprintln!("{program}: {msg}");
+            return ExitCode::from(code::ARGS);
+        }
+    };
+    let parsed = match options::from_args(&raw) {
+        Ok(p) => p,
+        Err(OptionsError::Help) => {
+            print!("{}", cli::usage(&program));
+            return ExitCode::from(code::OK);
+        }
+        Err(OptionsError::Invalid(msg)) => {
+            eprintln!("{msg}");
+            return ExitCode::from(code::ARGS);
+        }
+        Err(OptionsError::Unsupported(msg)) => {
+            eprintln!("{program}: {msg}");
+            return ExitCode::from(code::NOT_IMPLEMENTED);
+        }
+    };
+    for w in &parsed.warnings {
+        eprintln!("{program}: {w}");
+    }
+    let args: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match runner::run(&parsed.options, coll, &program, args) {
+        Ok(c) => {
+            if c != code::OK {
+                let host = host::short_hostname();
+                println!(
+                    " .. {host} pid {}: Test failure {}:{}",
+                    std::process::id(),
+                    file!(),
+                    line!()
+                );
+            }
+            ExitCode::from(c)
+        }
+        Err(e) => {
+            report_error(&e);
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_names() {
+        assert_eq!(
+            program_name("/opt/nccl-tests/build/all_reduce_perf"),
+            "all_reduce_perf"
+        );
+        assert_eq!(program_name("all_gather_perf"), "all_gather_perf");
+        assert_eq!(program_name("C:\\x\\a.exe"), "a.exe");
+        assert_eq!(program_name(""), "nccl-perf");
+    }
+}

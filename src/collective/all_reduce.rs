@@ -1,0 +1,128 @@
+//! all_reduce_perf: `ncclAllReduce`, busbw = algbw · 2(n−1)/n.
+
+use super::{Call, Collective, Counts, Fill, FillCtx, OpColumn};
+use crate::error::Result;
+use crate::gpu::nccl::Nccl;
+
+/// `ncclAllReduce` over the whole buffer.
+pub struct AllReduce;
+
+impl Collective for AllReduce {
+    fn name(&self) -> &'static str {
+        "all_reduce"
+    }
+
+    fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+
+    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
+        let n = n as f64;
+        ((c.param * ts) as f64, 2.0 * (n - 1.0) / n)
+    }
+
+    fn op_column(&self) -> OpColumn {
+        OpColumn::Reduction
+    }
+
+    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()> {
+        // SAFETY: pointers, comm and stream are live and sized for `c.counts`.
+        nccl.check(unsafe {
+            (nccl.ncclAllReduce)(
+                c.send,
+                c.recv,
+                c.counts.param,
+                c.dtype,
+                c.op,
+                c.comm,
+                c.stream,
+            )
+        })
+    }
+
+    fn fills(&self, f: &FillCtx) -> Vec<Fill> {
+        let (buf, offset) = f.data();
+        let rn = f.nranks as u32;
+        vec![
+            Fill::Input {
+                buf,
+                offset,
+                count: f.counts.send,
+                op: Some(f.op),
+                rn,
+                rme: f.rank as u32,
+                seed: f.seed,
+                ix0: 0,
+            },
+            Fill::Expected {
+                offset: 0,
+                count: f.counts.recv,
+                op: Some(f.op),
+                rn,
+                seed: f.seed,
+                ix0: 0,
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::Buffer;
+    use crate::types::RedOp;
+
+    #[test]
+    fn counts_and_factors() {
+        for n in [1, 2, 3, 8, 72] {
+            let c = AllReduce.counts(1000, n, 4);
+            assert_eq!((c.send, c.recv, c.param), (1000, 1000, 1000));
+            assert_eq!(c.printed_size(4), 4000);
+            let (bytes, factor) = AllReduce.bandwidth(&c, 4, n);
+            assert_eq!(bytes, 4000.0);
+            assert_eq!(factor, 2.0 * (n as f64 - 1.0) / n as f64);
+        }
+        assert_eq!(AllReduce.bandwidth(&AllReduce.counts(8, 1, 4), 4, 1).1, 0.0);
+    }
+
+    #[test]
+    fn in_place_reads_and_writes_the_receive_buffer() {
+        let ctx = FillCtx {
+            rank: 3,
+            nranks: 4,
+            root: 0,
+            op: RedOp::Prod,
+            counts: AllReduce.counts(64, 4, 4),
+            in_place: true,
+            seed: 7,
+        };
+        let fills = AllReduce.fills(&ctx);
+        assert_eq!(
+            fills[0],
+            Fill::Input {
+                buf: Buffer::Recv,
+                offset: 0,
+                count: 64,
+                op: Some(RedOp::Prod),
+                rn: 4,
+                rme: 3,
+                seed: 7,
+                ix0: 0
+            }
+        );
+        assert!(matches!(
+            fills[1],
+            Fill::Expected {
+                count: 64,
+                rn: 4,
+                ..
+            }
+        ));
+    }
+}

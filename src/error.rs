@@ -1,0 +1,173 @@
+//! The one error type of a run, its exit codes (nccl-tests' `testResult_t` values) and how each
+//! failure is reported: nccl-tests' greppable lines on stdout where it prints them, our own
+//! one-line diagnostics on stderr otherwise.
+
+use std::panic::Location;
+
+/// Process exit codes, as nccl-tests uses them.
+pub mod code {
+    /// Success (also `-h`).
+    pub const OK: u8 = 0;
+    /// Internal error (bad alltoallv matrix, I/O problems).
+    pub const INTERNAL: u8 = 1;
+    /// A CUDA call failed, or the CUDA driver/NVRTC library is missing.
+    pub const CUDA: u8 = 2;
+    /// An NCCL call failed, or libnccl is missing.
+    pub const NCCL: u8 = 3;
+    /// `-T` timeout.
+    pub const TIMEOUT: u8 = 4;
+    /// Not implemented here: too few GPUs, an option this build lacks.
+    pub const NOT_IMPLEMENTED: u8 = 5;
+    /// Invalid usage (device API mismatches, wrong launches).
+    pub const INVALID_USAGE: u8 = 6;
+    /// Wrong data or bandwidth below `NCCL_TESTS_MIN_BW`.
+    pub const NUM_RESULTS: u8 = 7;
+    /// Argument errors.
+    pub const ARGS: u8 = 255;
+}
+
+/// Everything that can end a run early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A bad command line or environment value.
+    #[error("{0}")]
+    Usage(String),
+    /// A recognised option or combination this build does not implement.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A shared library could not be loaded or lacks a symbol.
+    #[error("{what}")]
+    Library {
+        /// One line naming the library, what was tried and what to do.
+        what: String,
+        /// Exit code (CUDA or NCCL).
+        code: u8,
+    },
+    /// A CUDA call failed.
+    #[error("Test CUDA failure {}:{} '{msg}'", site.file(), site.line())]
+    Cuda {
+        /// Where in our code.
+        site: &'static Location<'static>,
+        /// The driver's error string.
+        msg: String,
+    },
+    /// An NCCL call failed.
+    #[error("Test NCCL failure {}:{} '{msg} / {last}'", site.file(), site.line())]
+    Nccl {
+        /// Where in our code.
+        site: &'static Location<'static>,
+        /// The `ncclResult_t` value.
+        code: i32,
+        /// `ncclGetErrorString` of the result.
+        msg: String,
+        /// `ncclGetLastError` text.
+        last: String,
+    },
+    /// More GPUs requested than visible.
+    #[error(
+        "Invalid number of GPUs: {requested} requested but only {found} were found.\nPlease check the number of processes and GPUs per process."
+    )]
+    TooFewGpus {
+        /// Highest device index needed + 1.
+        requested: i64,
+        /// Devices visible to this process.
+        found: i64,
+    },
+    /// Run-time compilation of the validation kernels failed.
+    #[error("{0}")]
+    Kernels(String),
+    /// Anything else internal (I/O, inconsistent state).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => code::ARGS,
+            Error::Unsupported(_) | Error::TooFewGpus { .. } => code::NOT_IMPLEMENTED,
+            Error::Library { code, .. } => *code,
+            Error::Cuda { .. } | Error::Kernels(_) => code::CUDA,
+            Error::Nccl { .. } => code::NCCL,
+            Error::Internal(_) => code::INTERNAL,
+        }
+    }
+
+    /// True when nccl-tests prints this failure on stdout (tools grep for these lines).
+    pub fn on_stdout(&self) -> bool {
+        matches!(
+            self,
+            Error::Cuda { .. } | Error::Nccl { .. } | Error::TooFewGpus { .. }
+        )
+    }
+
+    /// The lines to print: `<host>: Test ... failure ...` for CUDA/NCCL failures as nccl-tests
+    /// prints them, the plain text otherwise.
+    pub fn render(&self, host: &str) -> String {
+        match self {
+            Error::Cuda { .. } | Error::Nccl { .. } => format!("{host}: {self}"),
+            _ => self.to_string(),
+        }
+    }
+
+    /// NCCL's "invalid argument" result: the loaded NCCL rejects a datatype/op combination.
+    pub fn is_nccl_invalid_argument(&self) -> bool {
+        matches!(self, Error::Nccl { code: 4, .. })
+    }
+
+    /// A CUDA failure at the caller's location.
+    #[track_caller]
+    pub fn cuda(msg: impl Into<String>) -> Error {
+        Error::Cuda {
+            site: Location::caller(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// The result type of fallible run steps.
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_nccl_tests() {
+        assert_eq!(Error::Usage("x".into()).exit_code(), 255);
+        assert_eq!(
+            Error::cuda("no CUDA-capable device is detected").exit_code(),
+            2
+        );
+        assert_eq!(
+            Error::TooFewGpus {
+                requested: 2,
+                found: 1
+            }
+            .exit_code(),
+            5
+        );
+        assert_eq!(Error::Internal("x".into()).exit_code(), 1);
+    }
+
+    #[test]
+    fn failure_lines_have_upstream_shape() {
+        let e = Error::cuda("out of memory");
+        let line = e.render("node1");
+        assert!(
+            line.starts_with("node1: Test CUDA failure src/error.rs:"),
+            "{line}"
+        );
+        assert!(line.ends_with(" 'out of memory'"));
+        assert!(e.on_stdout());
+        let e = Error::TooFewGpus {
+            requested: 2,
+            found: 1,
+        };
+        assert_eq!(
+            e.render("vm"),
+            "Invalid number of GPUs: 2 requested but only 1 were found.\nPlease check the number of processes and GPUs per process."
+        );
+    }
+}

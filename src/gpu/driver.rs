@@ -1,0 +1,203 @@
+//! The CUDA driver calls a run needs, checked and turned into [`Error`]s. Thin on purpose: the
+//! timed loop hands raw streams and device pointers to NCCL, so nothing here tracks them.
+//!
+//! Streams and contexts are opaque driver handles that this code never dereferences; the driver
+//! validates them, so the functions taking them stay safe.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use crate::error::{Error, Result};
+use cudarc::driver::result::{self as cu, DriverError};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+
+pub use sys::{CUcontext, CUdeviceptr, CUfunction, CUstream};
+
+/// The driver error's description, as `cudaGetErrorString` would give it.
+fn describe(e: DriverError) -> String {
+    match e.error_string() {
+        Ok(s) => s.to_string_lossy().into_owned(),
+        Err(_) => format!("{:?}", e.0),
+    }
+}
+
+/// Converts a driver result into ours, recording the caller's location.
+#[track_caller]
+pub fn check<T>(r: std::result::Result<T, DriverError>) -> Result<T> {
+    r.map_err(|e| Error::cuda(describe(e)))
+}
+
+/// Loads libcuda and initialises the driver. Never panics when the library is missing.
+pub fn init() -> Result<()> {
+    // SAFETY: only probes whether the library can be opened.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Error::Library {
+            what: "cannot load libcuda.so.1 (the NVIDIA driver library): is the NVIDIA driver installed and visible in this container (LD_LIBRARY_PATH, --gpus)?".into(),
+            code: crate::error::code::CUDA,
+        });
+    }
+    check(cu::init())
+}
+
+/// Number of visible CUDA devices.
+pub fn device_count() -> Result<i64> {
+    check(cu::device::get_count()).map(i64::from)
+}
+
+/// What the report and the memory clamp need to know about a device.
+#[derive(Debug, Clone)]
+pub struct DeviceProps {
+    /// CUDA device name.
+    pub name: String,
+    /// PCI domain, bus, device.
+    pub pci: (u32, u32, u32),
+    /// Total global memory in bytes.
+    pub total_mem: u64,
+    /// Compute capability (major, minor).
+    pub cc: (i32, i32),
+}
+
+/// Reads a device's properties.
+pub fn device_props(ordinal: i64) -> Result<DeviceProps> {
+    let dev = check(cu::device::get(ordinal as i32))?;
+    let attr = |a| {
+        // SAFETY: `dev` is a valid device handle and `a` a valid attribute.
+        check(unsafe { cu::device::get_attribute(dev, a) })
+    };
+    use sys::CUdevice_attribute as A;
+    Ok(DeviceProps {
+        name: check(cu::device::get_name(dev))?,
+        pci: (
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)? as u32,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)? as u32,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)? as u32,
+        ),
+        // SAFETY: valid device handle.
+        total_mem: check(unsafe { cu::device::total_mem(dev) })? as u64,
+        cc: (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+    })
+}
+
+/// The primary context of a device (the one the CUDA runtime, and so NCCL, uses).
+pub fn primary_context(ordinal: i64) -> Result<CUcontext> {
+    let dev = check(cu::device::get(ordinal as i32))?;
+    // SAFETY: valid device handle; the context is retained for the life of the process.
+    check(unsafe { cu::primary_ctx::retain(dev) })
+}
+
+/// Makes a context current on the calling thread.
+pub fn set_current(ctx: CUcontext) -> Result<()> {
+    // SAFETY: `ctx` comes from `primary_context`.
+    check(unsafe { cu::ctx::set_current(ctx) })
+}
+
+/// A non-blocking stream in the current context, or the legacy NULL stream.
+pub fn create_stream(null_stream: bool) -> Result<CUstream> {
+    if null_stream {
+        return Ok(cu::stream::null());
+    }
+    check(cu::stream::create(cu::stream::StreamKind::NonBlocking))
+}
+
+/// Destroys a stream made by [`create_stream`].
+pub fn destroy_stream(s: CUstream) -> Result<()> {
+    if s.is_null() {
+        return Ok(());
+    }
+    // SAFETY: `s` was created by `create_stream` and is no longer used.
+    check(unsafe { cu::stream::destroy(s) })
+}
+
+/// Whether all work on the stream is done (`cuStreamQuery`); errors are real failures.
+#[inline]
+pub fn stream_done(s: CUstream) -> Result<bool> {
+    // SAFETY: `s` is a live stream of the current context.
+    match unsafe { sys::cuStreamQuery(s) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        e => check(e.result()).map(|_| false),
+    }
+}
+
+/// Blocks until the stream is idle.
+pub fn synchronize(s: CUstream) -> Result<()> {
+    // SAFETY: `s` is a live stream of the current context.
+    check(unsafe { cu::stream::synchronize(s) })
+}
+
+/// Plain device allocation (used when NCCL's allocator is not available).
+pub fn malloc(bytes: usize) -> Result<CUdeviceptr> {
+    // SAFETY: allocation in the current context.
+    check(unsafe { cu::malloc_sync(bytes.max(1)) })
+}
+
+/// Frees memory from [`malloc`].
+pub fn free(p: CUdeviceptr) -> Result<()> {
+    // SAFETY: `p` came from `malloc` and is no longer in use.
+    check(unsafe { cu::free_sync(p) })
+}
+
+/// Fills `bytes` bytes at `p` with `value`, asynchronously on `s`.
+pub fn memset_async(p: CUdeviceptr, value: u8, bytes: usize, s: CUstream) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller passes a range inside one of its allocations.
+    check(unsafe { cu::memset_d8_async(p, value, bytes, s) })
+}
+
+/// Copies device memory to device memory, asynchronously on `s`.
+pub fn copy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, s: CUstream) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: both ranges lie inside the caller's allocations.
+    check(unsafe { cu::memcpy_dtod_async(dst, src, bytes, s) })
+}
+
+/// Copies device memory into a host slice (synchronous).
+pub fn copy_to_host<T: bytemuck::Pod>(dst: &mut [T], src: CUdeviceptr) -> Result<()> {
+    // SAFETY: `src` holds at least `dst.len()` elements.
+    check(unsafe { cu::memcpy_dtoh_sync(dst, src) })
+}
+
+/// Free and total memory of the current device.
+pub fn mem_info() -> Result<(u64, u64)> {
+    check(cu::mem_get_info()).map(|(f, t)| (f as u64, t as u64))
+}
+
+/// Loads a PTX or cubin image into the current context and looks up functions in it.
+pub struct Module(sys::CUmodule);
+
+impl Module {
+    /// Loads a NUL-terminated PTX text or a cubin image.
+    pub fn load(image: &[u8]) -> Result<Module> {
+        // SAFETY: `image` is a complete PTX (NUL-terminated) or cubin image.
+        check(unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }).map(Module)
+    }
+
+    /// A kernel by its `extern "C"` name.
+    pub fn function(&self, name: &str) -> Result<CUfunction> {
+        let cname = std::ffi::CString::new(name).map_err(|e| Error::Internal(e.to_string()))?;
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        check(unsafe { cu::module::get_function(self.0, cname) })
+    }
+}
+
+/// Launches a kernel with the given parameter pointers on `s`.
+///
+/// # Safety
+/// `params` must match the kernel's parameter list in number, order and type, and every device
+/// pointer passed must stay valid until the kernel has run.
+pub unsafe fn launch(
+    f: CUfunction,
+    grid: u32,
+    block: u32,
+    s: CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    check(unsafe { cu::launch_kernel(f, (grid, 1, 1), (block, 1, 1), 0, s, params) })
+}

@@ -1,0 +1,174 @@
+//! Run-time compilation (NVRTC) and launching of the data-generation and checking kernels.
+//!
+//! Streams and contexts are opaque driver handles that this code never dereferences; the driver
+//! validates them, so the functions taking them stay safe.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use super::driver::{self, CUdeviceptr, CUfunction, CUstream, Module};
+use crate::error::{Error, Result};
+use crate::types::{DataType, RedOp};
+use crate::verify::kernels as names;
+use std::collections::HashMap;
+use std::ffi::c_void;
+
+/// Compiles the kernel source to PTX for a compute capability. Needs no GPU context, so it can
+/// run on a background thread while communicators are being created.
+pub fn compile(cc: (i32, i32)) -> Result<Vec<u8>> {
+    // SAFETY: only probes whether the library can be opened.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::Kernels(
+            "cannot load libnvrtc (CUDA's run-time compiler), which builds the validation kernels: add the CUDA toolkit's lib folder to LD_LIBRARY_PATH, or pass -c 0 to run without validation".into(),
+        ));
+    }
+    let opts = cudarc::nvrtc::CompileOptions {
+        options: vec![format!("--gpu-arch=compute_{}{}", cc.0, cc.1)],
+        name: Some("verifiable.cu".into()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(names::SOURCE, opts).map_err(|e| {
+        Error::Kernels(format!(
+            "NVRTC could not compile the validation kernels: {e}"
+        ))
+    })?;
+    let mut image = ptx.to_src().into_bytes();
+    image.push(0);
+    Ok(image)
+}
+
+/// The kernels of one GPU, loaded into its context.
+pub struct Kernels {
+    _module: Module,
+    input: HashMap<DataType, CUfunction>,
+    expected: HashMap<DataType, CUfunction>,
+    mismatch: HashMap<DataType, CUfunction>,
+}
+
+// SAFETY: function handles are plain driver handles, usable from any thread whose current
+// context is the module's.
+unsafe impl Send for Kernels {}
+// SAFETY: as above; nothing is mutated after loading.
+unsafe impl Sync for Kernels {}
+
+fn lookup(map: &HashMap<DataType, CUfunction>, dt: DataType) -> Result<CUfunction> {
+    map.get(&dt)
+        .copied()
+        .ok_or_else(|| Error::Internal(format!("no kernel loaded for {}", dt.name())))
+}
+
+impl Kernels {
+    /// Loads the compiled image into the current context and looks up the kernels of `types`.
+    pub fn load(image: &[u8], types: &[DataType]) -> Result<Kernels> {
+        let module = Module::load(image)?;
+        let mut k = Kernels {
+            input: HashMap::new(),
+            expected: HashMap::new(),
+            mismatch: HashMap::new(),
+            _module: module,
+        };
+        for &dt in types {
+            k.input
+                .insert(dt, k._module.function(&names::input_kernel(dt))?);
+            k.expected
+                .insert(dt, k._module.function(&names::expected_kernel(dt))?);
+            k.mismatch
+                .insert(dt, k._module.function(&names::mismatch_kernel(dt))?);
+        }
+        Ok(k)
+    }
+
+    /// Fills `count` elements at `buf` with the inputs of rank `rme` of `rn`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill_input(
+        &self,
+        dt: DataType,
+        buf: CUdeviceptr,
+        count: u64,
+        ix0: u64,
+        op: Option<RedOp>,
+        rn: u32,
+        rme: u32,
+        seed: u64,
+        s: CUstream,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let f = lookup(&self.input, dt)?;
+        let (mut buf, mut count, mut ix0, mut seed) = (buf, count, ix0, seed);
+        let (mut op, mut rn, mut rme) = (names::op_code(op), rn as i32, rme as i32);
+        let mut params: [*mut c_void; 7] = [
+            &mut buf as *mut _ as *mut c_void,
+            &mut count as *mut _ as *mut c_void,
+            &mut ix0 as *mut _ as *mut c_void,
+            &mut op as *mut _ as *mut c_void,
+            &mut rn as *mut _ as *mut c_void,
+            &mut rme as *mut _ as *mut c_void,
+            &mut seed as *mut _ as *mut c_void,
+        ];
+        let (grid, block) = names::launch_dims(count);
+        // SAFETY: parameters match `np_input_<type>(void*, u64, u64, int, int, int, u64)`.
+        unsafe { driver::launch(f, grid, block, s, &mut params) }
+    }
+
+    /// Fills `count` elements at `buf` with the expected results.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill_expected(
+        &self,
+        dt: DataType,
+        buf: CUdeviceptr,
+        count: u64,
+        ix0: u64,
+        op: Option<RedOp>,
+        rn: u32,
+        seed: u64,
+        s: CUstream,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let f = lookup(&self.expected, dt)?;
+        let (mut buf, mut count, mut ix0, mut seed) = (buf, count, ix0, seed);
+        let (mut op, mut rn) = (names::op_code(op), rn as i32);
+        let mut params: [*mut c_void; 6] = [
+            &mut buf as *mut _ as *mut c_void,
+            &mut count as *mut _ as *mut c_void,
+            &mut ix0 as *mut _ as *mut c_void,
+            &mut op as *mut _ as *mut c_void,
+            &mut rn as *mut _ as *mut c_void,
+            &mut seed as *mut _ as *mut c_void,
+        ];
+        let (grid, block) = names::launch_dims(count);
+        // SAFETY: parameters match `np_expected_<type>(void*, u64, u64, int, int, u64)`.
+        unsafe { driver::launch(f, grid, block, s, &mut params) }
+    }
+
+    /// Adds to the device counter at `counter` the number of elements of `got` that differ from
+    /// `want` by more than `tol` units of the last place.
+    #[allow(clippy::too_many_arguments)]
+    pub fn count_mismatches(
+        &self,
+        dt: DataType,
+        got: CUdeviceptr,
+        want: CUdeviceptr,
+        count: u64,
+        tol: u64,
+        counter: CUdeviceptr,
+        s: CUstream,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let f = lookup(&self.mismatch, dt)?;
+        let (mut got, mut want, mut count, mut tol, mut counter) = (got, want, count, tol, counter);
+        let mut params: [*mut c_void; 5] = [
+            &mut got as *mut _ as *mut c_void,
+            &mut want as *mut _ as *mut c_void,
+            &mut count as *mut _ as *mut c_void,
+            &mut tol as *mut _ as *mut c_void,
+            &mut counter as *mut _ as *mut c_void,
+        ];
+        let (grid, block) = names::launch_dims(count);
+        // SAFETY: parameters match `np_mismatch_<bits>(const void*, const void*, u64, u64, u64*)`.
+        unsafe { driver::launch(f, grid, block, s, &mut params) }
+    }
+}

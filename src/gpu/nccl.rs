@@ -1,0 +1,285 @@
+//! Our own loader for libnccl. cudarc's never tries `libnccl.so.2`, the only name runtime-only
+//! images ship, and panics when the library is missing; this one finds it, honours an explicit
+//! path, and reports a missing library or symbol as a one-line error.
+//!
+//! Results, datatypes and ops are plain `c_int`s: PreMulSum op ids are created at run time, so a
+//! Rust enum there would be undefined behaviour.
+
+use crate::error::{Error, Result, code};
+use cudarc::nccl::sys::{ncclComm_t, ncclUniqueId};
+use libloading::Library;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::panic::Location;
+
+pub use cudarc::nccl::sys::ncclComm_t as Comm;
+pub use cudarc::nccl::sys::ncclUniqueId as UniqueId;
+
+/// Environment variable naming an explicit libnccl path.
+pub const LIB_ENV: &str = "NCCL_PERF_LIBNCCL";
+
+/// Library names tried, in order, when no explicit path is given.
+pub const LIB_NAMES: &[&str] = &["libnccl.so.2", "libnccl.so"];
+
+type Stream = *mut c_void;
+type Ptr = *const c_void;
+type MutPtr = *mut c_void;
+
+/// `ncclConfig_t` as NCCL 2.28 lays it out (the fields nccl-tests sets, and those before them).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: c_int,
+    cga_cluster_size: c_int,
+    min_ctas: c_int,
+    max_ctas: c_int,
+    net_name: *const c_char,
+    split_share: c_int,
+    traffic_class: c_int,
+    comm_name: *const c_char,
+    collnet_enable: c_int,
+    /// `CTAPolicy` (NCCL ≥ 2.27).
+    pub cta_policy: c_int,
+    shrink_share: c_int,
+    nvls_ctas: c_int,
+    n_channels_per_net_peer: c_int,
+    /// `nvlinkCentricSched` (NCCL ≥ 2.28).
+    pub nvlink_centric_sched: c_int,
+}
+
+const UNDEF_INT: c_int = c_int::MIN;
+
+impl Config {
+    /// `NCCL_CONFIG_INITIALIZER` for the 2.28 layout: every field "undefined" (NCCL's defaults).
+    pub fn new() -> Config {
+        Config {
+            size: std::mem::size_of::<Config>(),
+            magic: 0xcafe_beef,
+            version: 22803,
+            blocking: UNDEF_INT,
+            cga_cluster_size: UNDEF_INT,
+            min_ctas: UNDEF_INT,
+            max_ctas: UNDEF_INT,
+            net_name: std::ptr::null(),
+            split_share: UNDEF_INT,
+            traffic_class: UNDEF_INT,
+            comm_name: std::ptr::null(),
+            collnet_enable: UNDEF_INT,
+            cta_policy: UNDEF_INT,
+            shrink_share: UNDEF_INT,
+            nvls_ctas: UNDEF_INT,
+            n_channels_per_net_peer: UNDEF_INT,
+            nvlink_centric_sched: UNDEF_INT,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+macro_rules! nccl_api {
+    (
+        required { $($name:ident : fn($($arg:ty),*) -> $ret:ty;)* }
+        optional { $($oname:ident : fn($($oarg:ty),*) -> $oret:ty;)* }
+    ) => {
+        /// The libnccl entry points, resolved once at start.
+        #[allow(non_snake_case)]
+        pub struct Nccl {
+            _lib: Library,
+            /// Path or name the library was loaded from.
+            pub path: String,
+            $(
+                #[doc = concat!("`", stringify!($name), "`")]
+                pub $name: unsafe extern "C" fn($($arg),*) -> $ret,
+            )*
+            $(
+                #[doc = concat!("`", stringify!($oname), "`, if this libnccl has it")]
+                pub $oname: Option<unsafe extern "C" fn($($oarg),*) -> $oret>,
+            )*
+        }
+
+        impl Nccl {
+            #[allow(non_snake_case)]
+            fn resolve(lib: Library, path: String) -> Result<Nccl> {
+                // SAFETY: each symbol is declared with NCCL's C signature.
+                unsafe {
+                    $(
+                        let $name = *lib
+                            .get::<unsafe extern "C" fn($($arg),*) -> $ret>(
+                                concat!(stringify!($name), "\0").as_bytes(),
+                            )
+                            .map_err(|_| Error::Library {
+                                what: format!(
+                                    "{path} has no {} (NCCL too old? nccl-perf needs NCCL 2.19 or later)",
+                                    stringify!($name)
+                                ),
+                                code: code::NCCL,
+                            })?;
+                    )*
+                    $(
+                        let $oname = lib
+                            .get::<unsafe extern "C" fn($($oarg),*) -> $oret>(
+                                concat!(stringify!($oname), "\0").as_bytes(),
+                            )
+                            .ok()
+                            .map(|s| *s);
+                    )*
+                    Ok(Nccl { _lib: lib, path, $($name,)* $($oname,)* })
+                }
+            }
+        }
+    };
+}
+
+nccl_api! {
+    required {
+        ncclGetVersion: fn(*mut c_int) -> c_int;
+        ncclGetUniqueId: fn(*mut ncclUniqueId) -> c_int;
+        ncclCommInitRank: fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> c_int;
+        ncclCommDestroy: fn(ncclComm_t) -> c_int;
+        ncclCommAbort: fn(ncclComm_t) -> c_int;
+        ncclCommGetAsyncError: fn(ncclComm_t, *mut c_int) -> c_int;
+        ncclGetErrorString: fn(c_int) -> *const c_char;
+        ncclGroupStart: fn() -> c_int;
+        ncclGroupEnd: fn() -> c_int;
+        ncclAllReduce: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclAllGather: fn(Ptr, MutPtr, usize, c_int, ncclComm_t, Stream) -> c_int;
+        ncclReduceScatter: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclBroadcast: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclReduce: fn(Ptr, MutPtr, usize, c_int, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclSend: fn(Ptr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclRecv: fn(MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+    }
+    optional {
+        ncclCommInitRankConfig: fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int, *mut Config) -> c_int;
+        ncclGetLastError: fn(ncclComm_t) -> *const c_char;
+        ncclRedOpCreatePreMulSum: fn(*mut c_int, MutPtr, c_int, c_int, ncclComm_t) -> c_int;
+        ncclRedOpDestroy: fn(c_int, ncclComm_t) -> c_int;
+        ncclMemAlloc: fn(*mut MutPtr, usize) -> c_int;
+        ncclMemFree: fn(MutPtr) -> c_int;
+        ncclAlltoAll: fn(Ptr, MutPtr, usize, c_int, ncclComm_t, Stream) -> c_int;
+        ncclGather: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclScatter: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+    }
+}
+
+// SAFETY: the function pointers and the library handle may be used from any thread; NCCL's own
+// thread-safety rules are kept by the callers.
+unsafe impl Send for Nccl {}
+// SAFETY: as above; the struct is immutable after loading.
+unsafe impl Sync for Nccl {}
+
+impl Nccl {
+    /// Loads libnccl from `NCCL_PERF_LIBNCCL` if set, else `libnccl.so.2`, else `libnccl.so`.
+    pub fn load() -> Result<Nccl> {
+        let explicit = std::env::var(LIB_ENV).ok().filter(|p| !p.is_empty());
+        let candidates: Vec<String> = match &explicit {
+            Some(p) => vec![p.clone()],
+            None => LIB_NAMES.iter().map(|s| s.to_string()).collect(),
+        };
+        let mut last_err = String::new();
+        for name in &candidates {
+            // SAFETY: loading libnccl runs its (well-behaved) initialisers.
+            match unsafe { Library::new(name) } {
+                Ok(lib) => return Nccl::resolve(lib, name.clone()),
+                Err(e) => last_err = e.to_string(),
+            }
+        }
+        let hint = if explicit.is_some() {
+            format!("check the path in {LIB_ENV}")
+        } else {
+            format!(
+                "install NCCL (package libnccl2 or the nvidia-nccl pip wheel), add its folder to LD_LIBRARY_PATH, or set {LIB_ENV}=/path/to/libnccl.so.2"
+            )
+        };
+        Err(Error::Library {
+            what: format!(
+                "cannot load NCCL (tried {}): {last_err}; {hint}",
+                candidates.join(", ")
+            ),
+            code: code::NCCL,
+        })
+    }
+
+    /// `ncclGetVersion` as major·10000 + minor·100 + patch.
+    pub fn version(&self) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: valid out pointer.
+        self.check(unsafe { (self.ncclGetVersion)(&mut v) })?;
+        Ok(v)
+    }
+
+    /// The error string of an NCCL result code.
+    pub fn error_string(&self, r: c_int) -> String {
+        // SAFETY: NCCL returns a static string for any code.
+        let p = unsafe { (self.ncclGetErrorString)(r) };
+        if p.is_null() {
+            return format!("NCCL error {r}");
+        }
+        // SAFETY: non-null, NUL-terminated static string.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    /// `ncclGetLastError(NULL)`, or "" if unavailable.
+    pub fn last_error(&self) -> String {
+        let Some(f) = self.ncclGetLastError else {
+            return String::new();
+        };
+        // SAFETY: NULL comm is allowed; the string is owned by NCCL.
+        let p = unsafe { f(std::ptr::null_mut()) };
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: non-null, NUL-terminated.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    /// Converts an NCCL result into ours, recording the caller's location.
+    #[track_caller]
+    #[inline]
+    pub fn check(&self, r: c_int) -> Result<()> {
+        if r == 0 {
+            return Ok(());
+        }
+        Err(Error::Nccl {
+            site: Location::caller(),
+            code: r,
+            msg: self.error_string(r),
+            last: self.last_error(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_layout_matches_nccl_2_28() {
+        // size_t, 2×uint, 4×int, ptr, 2×int, ptr, 6×int → 80 bytes on 64-bit Linux.
+        assert_eq!(std::mem::size_of::<Config>(), 80);
+        let c = Config::new();
+        assert_eq!(c.magic, 0xcafebeef);
+        assert_eq!(c.nvlink_centric_sched, c_int::MIN);
+    }
+
+    #[test]
+    fn missing_explicit_library_is_a_clean_error() {
+        // Safe in tests: only this test reads or writes the variable.
+        unsafe { std::env::set_var(LIB_ENV, "/nonexistent/libnccl.so.2") };
+        let err = Nccl::load().err().expect("must fail");
+        unsafe { std::env::remove_var(LIB_ENV) };
+        assert_eq!(err.exit_code(), 3);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("/nonexistent/libnccl.so.2") && msg.contains(LIB_ENV),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+    }
+}

@@ -1,0 +1,606 @@
+//! Validated benchmark options: raw command-line strings turned into numbers the way nccl-tests
+//! reads them (strtol-style integers, K/M/G sizes), with strict errors where leniency would run the
+//! wrong benchmark and warnings where upstream silently tolerated junk.
+
+use crate::cli::RawArgs;
+use crate::types::{DataType, RedOp};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+/// Which roots a rooted collective runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Roots {
+    /// One root.
+    One(i64),
+    /// Every root in turn (`-r -1` or `-r all`).
+    All,
+}
+
+/// Everything a run needs to know from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// `-t`: threads per process.
+    pub nthreads: i64,
+    /// `-g`: GPUs per thread.
+    pub ngpus: i64,
+    /// `-b`: first size in bytes.
+    pub min_bytes: u64,
+    /// `-e`: last size in bytes (inclusive).
+    pub max_bytes: u64,
+    /// `-i`: additive step (used when `step_factor` ≤ 1).
+    pub step_bytes: u64,
+    /// `-f`: multiplicative step if > 1.
+    pub step_factor: u64,
+    /// `-n`: timed iterations.
+    pub iters: i64,
+    /// `-m`: operations aggregated per timed iteration.
+    pub agg_iters: i64,
+    /// `-w`: warm-up operations per warm-up size.
+    pub warmup_iters: i64,
+    /// `-N`: sweep repetitions; `None` = until interrupted.
+    pub run_cycles: Option<u64>,
+    /// `-c`: validation iterations per measurement (0 = off).
+    pub check: i64,
+    /// `-o`: ops to run, in order.
+    pub ops: Vec<RedOp>,
+    /// `-d`: datatypes to run, in order.
+    pub types: Vec<DataType>,
+    /// `-d all` was given (fp8 is dropped on GPUs below compute capability 9.0).
+    pub all_types: bool,
+    /// `-r`.
+    pub roots: Roots,
+    /// `-z`: blocking mode.
+    pub blocking: i64,
+    /// `-y 1`: use the legacy NULL stream.
+    pub stream_null: bool,
+    /// `-T`: wait timeout in seconds (0 = off).
+    pub timeout_s: i64,
+    /// `-G`: CUDA graph launches (0 = off).
+    pub graph: i64,
+    /// `-C 1`: report CPU enqueue time.
+    pub report_cputime: bool,
+    /// `-S 1`: timestamp column.
+    pub report_timestamps: bool,
+    /// `-J`: JSON output path.
+    pub output_file: Option<PathBuf>,
+    /// `-a`: cross-rank time reduction (0 rank 0, 1 mean, 2 min, 3 max).
+    pub average: i64,
+    /// `-R`: buffer registration (0 off, 1 local, 2 symmetric).
+    pub register: i64,
+    /// `-M 1`: memory report.
+    pub memory_report: bool,
+    /// `-u`: misalign buffers by this many elements.
+    pub unalign: i64,
+    /// `-I 1`: per-iteration timing.
+    pub per_iter: bool,
+    /// `-K`: leading samples excluded from per-iteration statistics.
+    pub per_iter_skip: i64,
+    /// `-p 1`: each thread initialises its own communicators.
+    pub parallel_init: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            nthreads: 1,
+            ngpus: 1,
+            min_bytes: 32 << 20,
+            max_bytes: 32 << 20,
+            step_bytes: 1 << 20,
+            step_factor: 1,
+            iters: 20,
+            agg_iters: 1,
+            warmup_iters: 1,
+            run_cycles: Some(1),
+            check: 1,
+            ops: vec![RedOp::Sum],
+            types: vec![DataType::Float],
+            all_types: false,
+            roots: Roots::One(0),
+            blocking: 0,
+            stream_null: false,
+            timeout_s: 0,
+            graph: 0,
+            report_cputime: false,
+            report_timestamps: false,
+            output_file: None,
+            average: 1,
+            register: 0,
+            memory_report: false,
+            unalign: 0,
+            per_iter: false,
+            per_iter_skip: 0,
+            parallel_init: false,
+        }
+    }
+}
+
+/// The outcome of option parsing that is not a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionsError {
+    /// Print usage and exit 0.
+    Help,
+    /// A one-line message; exit 255 like nccl-tests' argument errors.
+    Invalid(String),
+    /// A recognised option whose behaviour this build does not implement yet (exit 5).
+    Unsupported(String),
+}
+
+/// Parsed options plus the warnings to print on stderr before running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The validated options.
+    pub options: Options,
+    /// Non-fatal notes (lenient parses, ignored words).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a C `strtol(s, &end, 0)` prefix: optional blanks and sign, `0x` hex, leading-`0` octal or
+/// decimal. Returns the value (None on overflow) and the unread rest, or `None` with no digits.
+pub fn strtol(s: &str) -> Option<(Option<i64>, &str)> {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let b = t.as_bytes();
+    let (radix, start) =
+        if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
+            (16, 2)
+        } else if b.first() == Some(&b'0') {
+            (8, 0)
+        } else {
+            (10, 0)
+        };
+    let digits = t[start..]
+        .bytes()
+        .take_while(|c| (*c as char).is_digit(radix))
+        .count();
+    if digits == 0 {
+        return None;
+    }
+    let end = start + digits;
+    let magnitude = i128::from_str_radix(&t[start..end], radix).ok();
+    let value = magnitude
+        .map(|m| if neg { -m } else { m })
+        .and_then(|v| i64::try_from(v).ok());
+    Some((value, &t[end..]))
+}
+
+/// Reads a size the way nccl-tests does: a decimal number (fractions and exponents allowed), then
+/// optional blanks and one suffix character K/M/G (binary; case-insensitive). Later characters
+/// are ignored, so `1MB` is 1 MiB.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let int_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if i < b.len() && b[i] == b'.' {
+        frac_digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += 1 + frac_digits;
+    }
+    if int_digits + frac_digits == 0 {
+        return Err(format!("'{s}' is not a number"));
+    }
+    if i < b.len() && (b[i] | 0x20) == b'e' {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        let exp_digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp_digits > 0 {
+            i = j + exp_digits;
+        }
+    }
+    let number: f64 = t[..i]
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    let mult = match t[i..].trim_start().chars().next() {
+        None => 1.0,
+        Some('K' | 'k') => 1024.0,
+        Some('M' | 'm') => 1024.0 * 1024.0,
+        Some('G' | 'g') => 1024.0 * 1024.0 * 1024.0,
+        Some(c) => {
+            return Err(format!(
+                "unknown size suffix '{c}' in '{s}' (use K, M or G)"
+            ));
+        }
+    };
+    let bytes = number * mult;
+    if number < 0.0 || bytes.is_sign_negative() && bytes != 0.0 {
+        return Err(format!("'{s}' is negative"));
+    }
+    // 2^62 bytes is far beyond any GPU and keeps every later multiplication in range.
+    if !bytes.is_finite() || bytes >= (1u64 << 62) as f64 {
+        return Err(format!("'{s}' is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+struct Reader<'a> {
+    raw: &'a RawArgs,
+    warnings: Vec<String>,
+}
+
+impl Reader<'_> {
+    fn text(&self, long: &str) -> Result<Option<String>, OptionsError> {
+        match self.raw.get(long) {
+            None => Ok(None),
+            Some(v) => to_str(long, v).map(Some),
+        }
+    }
+
+    /// An integer option read like strtol, with junk after the number warned about.
+    fn int(&mut self, long: &str, default: i64) -> Result<i64, OptionsError> {
+        let Some(s) = self.text(long)? else {
+            return Ok(default);
+        };
+        let flag = flag_name(long);
+        match strtol(&s) {
+            None => Err(OptionsError::Invalid(format!(
+                "invalid value '{s}' for {flag}: not a number"
+            ))),
+            Some((None, _)) | Some((Some(i64::MIN..=-2147483649 | 2147483648..=i64::MAX), _)) => {
+                Err(OptionsError::Invalid(format!(
+                    "invalid value '{s}' for {flag}: out of range"
+                )))
+            }
+            Some((Some(v), rest)) => {
+                if !rest.trim().is_empty() {
+                    self.warnings.push(format!(
+                        "warning: {flag} '{s}' read as {v}; ignoring the trailing '{rest}'"
+                    ));
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// An integer option that must be ≥ `min`.
+    fn int_at_least(&mut self, long: &str, default: i64, min: i64) -> Result<i64, OptionsError> {
+        let v = self.int(long, default)?;
+        if v < min {
+            return Err(OptionsError::Invalid(format!(
+                "invalid value {v} for {}: must be at least {min}",
+                flag_name(long)
+            )));
+        }
+        Ok(v)
+    }
+
+    fn size(&mut self, long: &str, what: &str, default: u64) -> Result<u64, OptionsError> {
+        let Some(s) = self.text(long)? else {
+            return Ok(default);
+        };
+        parse_size(&s)
+            .map_err(|e| OptionsError::Invalid(format!("invalid size specified for '{what}': {e}")))
+    }
+}
+
+fn to_str(long: &str, v: &OsStr) -> Result<String, OptionsError> {
+    v.to_str().map(str::to_owned).ok_or_else(|| {
+        OptionsError::Invalid(format!(
+            "the value of {} is not valid UTF-8",
+            flag_name(long)
+        ))
+    })
+}
+
+/// `-x (--long)` for messages.
+fn flag_name(long: &str) -> String {
+    match crate::cli::OPTIONS.iter().find(|(_, l, _)| *l == long) {
+        Some((s, l, _)) => format!("-{s} (--{l})"),
+        None => format!("--{long}"),
+    }
+}
+
+fn parse_types(s: &str) -> Result<(Vec<DataType>, bool), OptionsError> {
+    if s == "all" {
+        return Ok((DataType::ALL.to_vec(), true));
+    }
+    DataType::from_name(s)
+        .map(|t| (vec![t], false))
+        .ok_or_else(|| {
+            let names: Vec<_> = DataType::ALL.iter().map(|t| t.name()).collect();
+            OptionsError::Invalid(format!(
+                "unknown datatype '{s}' for -d (--datatype); valid: {} all",
+                names.join(" ")
+            ))
+        })
+}
+
+fn parse_ops(s: &str) -> Result<Vec<RedOp>, OptionsError> {
+    if s == "all" {
+        return Ok(RedOp::ALL.to_vec());
+    }
+    RedOp::from_name(s).map(|o| vec![o]).ok_or_else(|| {
+        OptionsError::Invalid(format!(
+            "unknown op '{s}' for -o (--op); valid: sum prod max min avg mulsum all"
+        ))
+    })
+}
+
+/// Options that nccl-tests has but this build does not implement yet: (long name, value that
+/// means "off"). A different value stops with a clear error instead of being ignored.
+const NOT_YET: &[(&str, i64)] = &[
+    ("parallel_init", 0),
+    ("timeout", 0),
+    ("cudagraph", 0),
+    ("local_register", 0),
+    ("device_implementation", 0),
+    ("memory", 0),
+    ("per_iter_timing", 0),
+    ("per_iter_skip", 0),
+];
+
+/// Validates a parsed command line.
+pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
+    if raw.help {
+        return Err(OptionsError::Help);
+    }
+    let mut r = Reader {
+        raw,
+        warnings: Vec::new(),
+    };
+    for word in &raw.ignored {
+        r.warnings.push(format!(
+            "warning: ignoring stray argument '{}'",
+            word.to_string_lossy()
+        ));
+    }
+    let d = Options::default();
+    let mut o = Options {
+        nthreads: r.int_at_least("nthreads", d.nthreads, 1)?,
+        ngpus: r.int_at_least("ngpus", d.ngpus, 1)?,
+        min_bytes: r.size("minbytes", "minbytes", d.min_bytes)?,
+        max_bytes: r.size("maxbytes", "maxbytes", d.max_bytes)?,
+        step_bytes: r.size("stepbytes", "stepBytes", d.step_bytes)?,
+        step_factor: r.int_at_least("stepfactor", 1, 0)? as u64,
+        iters: r.int_at_least("iters", d.iters, 1)?,
+        agg_iters: r.int_at_least("agg_iters", d.agg_iters, 1)?,
+        warmup_iters: r.int_at_least("warmup_iters", d.warmup_iters, 0)?,
+        check: r.int_at_least("check", d.check, 0)?,
+        average: r.int("average", d.average)?,
+        unalign: r.int_at_least("unalign", d.unalign, 0)?,
+        ..d
+    };
+    let cycles = r.int("run_cycles", 1)?;
+    o.run_cycles = (cycles > 0).then_some(cycles as u64);
+    o.stream_null = r.int("stream_null", 0)? != 0;
+    o.report_cputime = r.int("report_cputime", 0)? != 0;
+    o.report_timestamps = r.int("report_timestamps", 0)? != 0;
+    o.blocking = r.int("blocking", 0)?;
+    if !(0..=3).contains(&o.blocking) {
+        r.warnings.push(format!(
+            "warning: -z {} is not 0..3; treated as -z 2 (wait after each operation, no barrier)",
+            o.blocking
+        ));
+        o.blocking = 2;
+    }
+    if !(0..=3).contains(&o.average) {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {} for -a (--average): use 0 (rank 0), 1 (mean), 2 (min) or 3 (max)",
+            o.average
+        )));
+    }
+    if let Some(s) = r.text("datatype")? {
+        (o.types, o.all_types) = parse_types(&s)?;
+    }
+    if let Some(s) = r.text("op")? {
+        o.ops = parse_ops(&s)?;
+    }
+    if let Some(s) = r.text("root")? {
+        o.roots = if s.trim() == "all" {
+            Roots::All
+        } else {
+            match r.int("root", 0)? {
+                -1 => Roots::All,
+                v if v < 0 => {
+                    return Err(OptionsError::Invalid(format!(
+                        "invalid root {v} for -r (--root): use a rank, or -1 for every root"
+                    )));
+                }
+                v => Roots::One(v),
+            }
+        };
+    }
+    if let Some(s) = r.text("output_file")? {
+        o.output_file = Some(PathBuf::from(s));
+    }
+    for (long, off) in NOT_YET {
+        if raw.get(long).is_some() && r.int(long, *off)? != *off {
+            return Err(OptionsError::Unsupported(format!(
+                "{} is not supported yet by nccl-perf",
+                flag_name(long)
+            )));
+        }
+    }
+    for long in ["cta_policy", "device_cta_count"] {
+        if raw.get(long).is_some() {
+            return Err(OptionsError::Unsupported(format!(
+                "{} is not supported yet by nccl-perf",
+                flag_name(long)
+            )));
+        }
+    }
+    check_sizes(&o)?;
+    Ok(Parsed {
+        options: o,
+        warnings: r.warnings,
+    })
+}
+
+/// Rejects size sweeps that are inverted or would never end.
+fn check_sizes(o: &Options) -> Result<(), OptionsError> {
+    if o.min_bytes > o.max_bytes {
+        return Err(OptionsError::Invalid(format!(
+            "invalid sizes for 'minbytes' and 'maxbytes': {} > {}",
+            o.min_bytes, o.max_bytes
+        )));
+    }
+    if o.step_factor > 1 && o.min_bytes == 0 {
+        return Err(OptionsError::Invalid(
+            "-b 0 with -f: a size of 0 multiplied by the step factor never grows; start at -b 1 or more"
+                .into(),
+        ));
+    }
+    if o.step_factor <= 1 && o.step_bytes == 0 && o.min_bytes < o.max_bytes {
+        return Err(OptionsError::Invalid(
+            "-i 0: an additive step of 0 bytes never reaches -e; give -i > 0 or -f > 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli;
+
+    fn parse(args: &[&str]) -> Result<Parsed, OptionsError> {
+        from_args(&cli::parse(args.iter().copied()).map_err(OptionsError::Invalid)?)
+    }
+
+    #[test]
+    fn strtol_like_c() {
+        assert_eq!(strtol("10"), Some((Some(10), "")));
+        assert_eq!(strtol("0x10"), Some((Some(16), "")));
+        assert_eq!(strtol("010"), Some((Some(8), "")));
+        assert_eq!(strtol("  -7z"), Some((Some(-7), "z")));
+        assert_eq!(strtol("50--iters"), Some((Some(50), "--iters")));
+        assert_eq!(strtol("0"), Some((Some(0), "")));
+        assert_eq!(strtol("0x"), Some((Some(0), "x")));
+        assert_eq!(strtol("abc"), None);
+        assert_eq!(strtol(""), None);
+        assert_eq!(strtol("99999999999999999999").map(|x| x.0), Some(None));
+    }
+
+    #[test]
+    fn sizes_like_nccl_tests() {
+        assert_eq!(parse_size("8"), Ok(8));
+        assert_eq!(parse_size("1K"), Ok(1024));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert_eq!(parse_size("32M"), Ok(32 << 20));
+        assert_eq!(parse_size("8G"), Ok(8 << 30));
+        assert_eq!(parse_size("1.5K"), Ok(1536));
+        assert_eq!(parse_size("1e3"), Ok(1000));
+        assert_eq!(parse_size("1MB"), Ok(1 << 20));
+        assert_eq!(parse_size("1 M"), Ok(1 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("1T").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("abc").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999G").is_err());
+        assert!(parse_size("1e400").is_err());
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let p = parse(&[]).unwrap();
+        assert_eq!(p.options, Options::default());
+        assert_eq!(p.options.min_bytes, 33554432);
+        assert_eq!(p.options.warmup_iters, 1);
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn lenient_warmup_as_in_a_real_health_checker() {
+        let p = parse(&[
+            "-b",
+            "2G",
+            "-e",
+            "8G",
+            "-f",
+            "2",
+            "-g",
+            "1",
+            "-w",
+            "50--iters",
+            "100",
+        ])
+        .unwrap();
+        assert_eq!(p.options.warmup_iters, 50);
+        assert_eq!(p.options.iters, 20);
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn strict_errors() {
+        let invalid = |args: &[&str]| matches!(parse(args), Err(OptionsError::Invalid(_)));
+        assert!(invalid(&["-b", "1G", "-e", "1M"]));
+        assert!(invalid(&["-b", "0", "-e", "1M", "-f", "2"]));
+        assert!(invalid(&["-b", "1", "-e", "1M", "-i", "0"]));
+        assert!(invalid(&["-d", "bogus"]));
+        assert!(invalid(&["-d", "fp16"]));
+        assert!(invalid(&["-o", "Sum"]));
+        assert!(invalid(&["-n", "abc"]));
+        assert!(invalid(&["-n", "0"]));
+        assert!(invalid(&["-n", "-5"]));
+        assert!(invalid(&["-g", "0"]));
+        assert!(invalid(&["-t", "-1"]));
+        assert!(invalid(&["-c", "-1"]));
+        assert!(invalid(&["-a", "7"]));
+        assert!(invalid(&["-n", "99999999999"]));
+        assert!(invalid(&["-r", "-2"]));
+        assert!(invalid(&["-e", "1T"]));
+        let msg = match parse(&["-b", "1G", "-e", "1M"]) {
+            Err(OptionsError::Invalid(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            msg,
+            "invalid sizes for 'minbytes' and 'maxbytes': 1073741824 > 1048576"
+        );
+    }
+
+    #[test]
+    fn not_yet_supported_is_an_error_not_silence() {
+        for args in [
+            &["-G", "1"][..],
+            &["-T", "5"],
+            &["-I", "1"],
+            &["-x", "1"],
+            &["-R", "1"],
+        ] {
+            assert!(
+                matches!(parse(args), Err(OptionsError::Unsupported(_))),
+                "{args:?}"
+            );
+        }
+        assert!(parse(&["-G", "0", "-z", "0"]).is_ok());
+    }
+
+    #[test]
+    fn types_ops_roots() {
+        let p = parse(&["-d", "all", "-o", "all", "-r", "-1"])
+            .unwrap()
+            .options;
+        assert_eq!(p.types.len(), 12);
+        assert!(p.all_types);
+        assert_eq!(p.ops, RedOp::ALL.to_vec());
+        assert_eq!(p.roots, Roots::All);
+        assert_eq!(parse(&["-r", "all"]).unwrap().options.roots, Roots::All);
+        assert_eq!(parse(&["-r", "3"]).unwrap().options.roots, Roots::One(3));
+        assert_eq!(
+            parse(&["-d", "bfloat16"]).unwrap().options.types,
+            vec![DataType::Bfloat16]
+        );
+    }
+
+    #[test]
+    fn zero_bytes_with_additive_step_and_single_size() {
+        let p = parse(&["-b", "0", "-e", "1M", "-i", "256K"])
+            .unwrap()
+            .options;
+        assert_eq!((p.min_bytes, p.step_bytes), (0, 262144));
+        assert!(parse(&["-b", "1M", "-e", "1M", "-i", "0"]).is_ok());
+        assert_eq!(parse(&["-N", "0"]).unwrap().options.run_cycles, None);
+    }
+}

@@ -1,0 +1,460 @@
+//! A whole benchmark run: libraries, devices, communicators and buffers, the per-thread test
+//! loops over datatype → op → root → cycle → size, the footer and the exit code.
+
+mod measure;
+mod output;
+mod setup;
+mod sync;
+
+pub use measure::{Engine, Shape, Worker};
+pub use setup::{BufferSizes, Discovered, Gpu};
+pub use sync::ThreadGroup;
+
+use crate::bootstrap::{Bootstrap, Reduce, SingleProcess};
+use crate::collective::{Collective, OpColumn};
+use crate::error::{Error, Result, code};
+use crate::gpu::{driver, kernels, nccl::Nccl};
+use crate::options::{Options, Roots};
+use crate::report::{self, RowResult, RunInfo, Step, Summary, json, table};
+use crate::types::{DataType, RedOp};
+use output::Output;
+use std::ops::Not;
+
+/// The parameters shown in the header, from the options (sizes before the memory clamp).
+pub fn run_info(o: &Options, program: &str) -> RunInfo {
+    RunInfo {
+        program: program.to_string(),
+        nthreads: o.nthreads,
+        ngpus: o.ngpus,
+        min_bytes: o.min_bytes,
+        max_bytes: o.max_bytes,
+        step: if o.step_factor > 1 {
+            Step::Factor(o.step_factor)
+        } else {
+            Step::Bytes(o.step_bytes)
+        },
+        warmup_iters: o.warmup_iters,
+        iters: o.iters,
+        agg_iters: o.agg_iters,
+        check: o.check,
+        graph: o.graph,
+        unalign: o.unalign,
+        blocking: o.blocking,
+        per_iter: o.per_iter,
+        per_iter_skip: o.per_iter_skip,
+        parallel_init: o.parallel_init,
+        report_cputime: o.report_cputime,
+        report_timestamps: o.report_timestamps,
+    }
+}
+
+/// The first CUDA device of this process: `NCCL_TESTS_DEVICE`, else local rank × GPUs per process.
+fn base_device(local_rank: usize, per_process: i64) -> Result<i64> {
+    match std::env::var("NCCL_TESTS_DEVICE") {
+        Ok(v) if !v.trim().is_empty() => match crate::options::strtol(&v) {
+            Some((Some(d), _)) if d >= 0 => Ok(d),
+            _ => Err(Error::Usage(format!(
+                "NCCL_TESTS_DEVICE='{v}' is not a device index"
+            ))),
+        },
+        _ => Ok(local_rank as i64 * per_process),
+    }
+}
+
+/// What the per-thread loops iterate over.
+struct Plan {
+    types: Vec<DataType>,
+    ops: Vec<RedOp>,
+    roots: Vec<usize>,
+    sizes: Vec<u64>,
+    ladder: Vec<u64>,
+    /// `-d all` / `-o all`: a combination the loaded NCCL rejects is skipped, not fatal.
+    skippable: bool,
+}
+
+fn plan(
+    o: &Options,
+    coll: &dyn Collective,
+    nranks: usize,
+    min_cc: (i32, i32),
+    lo: u64,
+    hi: u64,
+) -> Result<Plan> {
+    let mut types = o.types.clone();
+    if o.all_types && min_cc < (9, 0) {
+        types.retain(|t| !t.is_fp8());
+    }
+    let ops = match coll.op_column() {
+        OpColumn::Reduction => o.ops.clone(),
+        OpColumn::NoneLabel => vec![RedOp::Sum],
+    };
+    let roots = if !coll.rooted() {
+        vec![0]
+    } else {
+        match o.roots {
+            Roots::All => (0..nranks).collect(),
+            Roots::One(r) if (r as usize) < nranks => vec![r as usize],
+            Roots::One(r) => {
+                return Err(Error::Usage(format!(
+                    "invalid root {r}: the communicator has {nranks} ranks (use 0..{}, or -1 for all)",
+                    nranks - 1
+                )));
+            }
+        }
+    };
+    Ok(Plan {
+        types,
+        ops,
+        roots,
+        sizes: crate::sweep::sizes(lo, hi, o.step_bytes, o.step_factor),
+        ladder: crate::sweep::warmup_sizes(lo, hi),
+        skippable: o.all_types || o.ops.len() > 1,
+    })
+}
+
+/// Runs the benchmark; returns the exit code of a run that reached its footer.
+pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
+    driver::init()?;
+    let nccl = Nccl::load()?;
+    let nccl_version = nccl.version()?;
+    let boot = SingleProcess;
+    let mut out = Output::new(run_info(opts, program));
+    let json_file = open_json(opts, &mut out, program);
+    let result = run_with(
+        opts,
+        coll,
+        &nccl,
+        nccl_version,
+        &boot,
+        &mut out,
+        json_file,
+        args,
+    );
+    if result.is_err() {
+        out.abort();
+    }
+    result
+}
+
+fn open_json(opts: &Options, out: &mut Output, program: &str) -> Option<std::fs::File> {
+    let path = opts.output_file.as_ref()?;
+    if !json::wants_json(&path.to_string_lossy()) {
+        eprintln!(
+            "{program}: -J {}: only .json output is supported; no file written",
+            path.display()
+        );
+        return None;
+    }
+    match json::open_exclusive(path) {
+        Ok((f, actual)) => {
+            out.print(&json::writing_line(&actual));
+            Some(f)
+        }
+        Err(_) => {
+            out.print(&json::skipping_line(path));
+            None
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_with(
+    opts: &Options,
+    coll: &dyn Collective,
+    nccl: &Nccl,
+    nccl_version: i32,
+    boot: &dyn Bootstrap,
+    out: &mut Output,
+    json_file: Option<std::fs::File>,
+    args: Vec<String>,
+) -> Result<u8> {
+    let per_process = opts.nthreads * opts.ngpus;
+    let nranks = boot.world_size() * per_process as usize;
+    let first_rank = boot.world_rank() * per_process as usize;
+    out.print(&table::version_line(nccl_version));
+    out.print(&table::header(out.info()));
+
+    let base = base_device(boot.local_rank(), per_process)?;
+    let devices = setup::discover(base, per_process)?;
+    let host = crate::host::short_hostname();
+    let infos: Vec<report::DeviceInfo> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| setup::device_info(d, (first_rank + i) as i64, &host))
+        .collect();
+    for d in &infos {
+        out.print(&table::device_line(d));
+    }
+    if let Some(f) = json_file {
+        out.start_json(f, &infos, nccl_version, args);
+    }
+    let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
+    let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
+    let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
+
+    let compiler = (opts.check > 0).then(|| std::thread::spawn(move || kernels::compile(min_cc)));
+
+    let (lo, hi, reduced) =
+        crate::sweep::clamp(opts.min_bytes, opts.max_bytes, min_mem, opts.check > 0);
+    if reduced {
+        out.print(&table::memory_clamp_lines(hi));
+    }
+    let plan = plan(opts, coll, nranks, min_cc, lo, hi)?;
+
+    let mut id = crate::gpu::nccl::UniqueId { internal: [0; 128] };
+    if boot.world_rank() == 0 {
+        // SAFETY: valid out pointer.
+        nccl.check(unsafe { (nccl.ncclGetUniqueId)(&mut id) })?;
+    }
+    let mut bytes: [u8; 128] = id.internal.map(|c| c as u8);
+    boot.broadcast_id(&mut bytes)?;
+    id.internal = bytes.map(|b| b as std::ffi::c_char);
+    let comms = setup::init_comms(nccl, &devices, &id, nranks, first_rank, nccl_version)?;
+
+    let image = match compiler {
+        Some(h) => Some(
+            h.join()
+                .map_err(|_| Error::Kernels("the kernel compiler thread failed".into()))??,
+        ),
+        None => None,
+    };
+    let sizes = BufferSizes {
+        data: (hi + 8 * opts.unalign as u64) as usize,
+        expected: if opts.check > 0 { hi as usize } else { 0 },
+    };
+    let mut gpus = Vec::with_capacity(devices.len());
+    for (i, (d, (ctx, comm))) in devices.iter().zip(comms).enumerate() {
+        gpus.push(Gpu::create(
+            nccl,
+            d.ordinal,
+            ctx,
+            comm,
+            first_rank + i,
+            sizes,
+            opts.stream_null,
+            image.as_deref(),
+            &plan.types,
+        )?);
+    }
+    out.print(&table::table_header(out.info()));
+
+    let group = ThreadGroup::new(opts.nthreads as usize, boot);
+    let engine = Engine {
+        opts,
+        coll,
+        nccl,
+        group: &group,
+        nranks,
+        max_bytes: hi,
+        world_size: boot.world_size(),
+    };
+    let (oob, gpus) = run_threads(&engine, &plan, gpus, out)?;
+
+    let avg = out.average_busbw();
+    let min_bw_ok = std::env::var("NCCL_TESTS_MIN_BW")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| below_min_bw(avg, atof(&v)).not());
+    let summary = Summary {
+        oob_errors: oob,
+        avg_busbw: avg,
+        min_bw_ok,
+        last_error: nccl.last_error(),
+        memory_report: None,
+    };
+    for g in gpus {
+        g.destroy(nccl)?;
+    }
+    out.finish(&summary);
+    Ok(if oob > 0 || min_bw_ok == Some(false) {
+        code::NUM_RESULTS
+    } else {
+        code::OK
+    })
+}
+
+/// nccl-tests' check `avg < 0.9 × min`: a NaN average never counts as below (upstream quirk).
+fn below_min_bw(avg: f64, min: f64) -> bool {
+    avg < 0.9 * min
+}
+
+/// C `atof`: the longest numeric prefix, 0 when there is none.
+fn atof(s: &str) -> f64 {
+    let t = s.trim_start();
+    (1..=t.len())
+        .rev()
+        .filter(|&i| t.is_char_boundary(i))
+        .find_map(|i| t[..i].parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// Runs the test loops on `-t` threads (thread 0 on this one, printing); returns the global
+/// count of measurements with wrong data and the GPUs for teardown.
+fn run_threads(
+    e: &Engine,
+    plan: &Plan,
+    gpus: Vec<Gpu>,
+    out: &mut Output,
+) -> Result<(u64, Vec<Gpu>)> {
+    let per_thread = e.opts.ngpus as usize;
+    let mut chunks: Vec<Vec<Gpu>> = Vec::new();
+    let mut rest = gpus;
+    while !rest.is_empty() {
+        let tail = rest.split_off(per_thread.min(rest.len()));
+        chunks.push(rest);
+        rest = tail;
+    }
+    let threads = chunks.len();
+    std::thread::scope(|s| {
+        let mut it = chunks.into_iter();
+        let first = it.next().unwrap_or_default();
+        let handles: Vec<_> = it
+            .enumerate()
+            .map(|(i, chunk)| {
+                s.spawn(move || {
+                    thread_main(e, plan, i + 1, chunk, None)
+                        .unwrap_or_else(|err| fail_fast(err, threads))
+                })
+            })
+            .collect();
+        let mine = thread_main(e, plan, 0, first, Some(out));
+        let mine = match mine {
+            Ok(v) => v,
+            Err(err) if threads > 1 => fail_fast(err, threads),
+            Err(err) => return Err(err),
+        };
+        let mut all = mine.1;
+        for h in handles {
+            let (_, g) = h
+                .join()
+                .map_err(|_| Error::Internal("a benchmark thread failed".into()))?;
+            all.extend(g);
+        }
+        Ok((mine.0, all))
+    })
+}
+
+/// With several threads a failing one cannot leave the others waiting at a barrier: report and
+/// end the process.
+fn fail_fast(err: Error, _threads: usize) -> ! {
+    crate::report_error(&err);
+    std::process::exit(err.exit_code() as i32)
+}
+
+fn thread_main(
+    e: &Engine,
+    plan: &Plan,
+    tid: usize,
+    gpus: Vec<Gpu>,
+    mut out: Option<&mut Output>,
+) -> Result<(u64, Vec<Gpu>)> {
+    let mut w = Worker::new(e, tid, gpus)?;
+    for &dt in &plan.types {
+        for &op in &plan.ops {
+            for &root in &plan.roots {
+                e.group.barrier()?;
+                match w.warmup(dt, op, root, &plan.ladder) {
+                    Err(err) if plan.skippable && err.is_nccl_invalid_argument() => {
+                        if let Some(o) = out.as_deref_mut() {
+                            o.print(&format!(
+                                "# Skipping {} {}: the loaded NCCL rejects this combination (invalid argument)\n",
+                                dt.name(),
+                                label(e.coll, op)
+                            ));
+                        }
+                        continue;
+                    }
+                    r => r?,
+                }
+                let cycles = e.opts.run_cycles.unwrap_or(u64::MAX);
+                for _ in 0..cycles {
+                    for &bytes in &plan.sizes {
+                        let shape = Shape::new(e, dt, op, root, bytes);
+                        let oop = w.measure(&shape, false)?;
+                        let ip = w.measure(&shape, true)?;
+                        if let Some(o) = out.as_deref_mut() {
+                            o.row(&RowResult {
+                                size: shape.counts.printed_size(dt.size()),
+                                count: shape.counts.param as u64,
+                                dtype: dt.name().to_string(),
+                                op: label(e.coll, op).to_string(),
+                                root: if e.coll.rooted() { root as i64 } else { -1 },
+                                out_of_place: oop,
+                                in_place: ip,
+                                timestamp: e.opts.report_timestamps.then(crate::host::local_time),
+                                iterations: e.opts.iters,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let oob = e.group.allreduce(tid, w.errors as f64, Reduce::Sum)? as u64;
+    Ok((oob, w.gpus))
+}
+
+/// The op column of a row.
+fn label(coll: &dyn Collective, op: RedOp) -> &'static str {
+    match coll.op_column() {
+        OpColumn::Reduction => op.name(),
+        OpColumn::NoneLabel => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{AllGather, AllReduce};
+
+    #[test]
+    fn atof_reads_a_prefix() {
+        assert_eq!(atof("100"), 100.0);
+        assert_eq!(atof(" 12.5GB"), 12.5);
+        assert_eq!(atof("abc"), 0.0);
+    }
+
+    #[test]
+    fn plan_filters_fp8_below_sm90_and_keeps_explicit_types() {
+        let mut o = Options {
+            types: DataType::ALL.to_vec(),
+            all_types: true,
+            ..Options::default()
+        };
+        let p = plan(&o, &AllReduce, 1, (8, 0), 8, 8).unwrap();
+        assert_eq!(p.types.len(), 10);
+        assert!(p.skippable);
+        let p = plan(&o, &AllReduce, 1, (9, 0), 8, 8).unwrap();
+        assert_eq!(p.types.len(), 12);
+        o.types = vec![DataType::F8e4m3];
+        o.all_types = false;
+        let p = plan(&o, &AllReduce, 1, (8, 0), 8, 8).unwrap();
+        assert_eq!(p.types, vec![DataType::F8e4m3]);
+        assert!(!p.skippable);
+    }
+
+    #[test]
+    fn non_reductions_run_once_and_print_none() {
+        let o = Options {
+            ops: RedOp::ALL.to_vec(),
+            ..Options::default()
+        };
+        let p = plan(&o, &AllGather, 4, (9, 0), 1 << 20, 4 << 20).unwrap();
+        assert_eq!(p.ops.len(), 1);
+        assert_eq!(p.roots, vec![0]);
+        assert_eq!(p.sizes, vec![1 << 20, 2 << 20, 3 << 20, 4 << 20]);
+        assert_eq!(label(&AllGather, RedOp::Max), "none");
+        assert_eq!(label(&AllReduce, RedOp::Max), "max");
+    }
+
+    #[test]
+    fn header_info_uses_unclamped_sizes() {
+        let o = Options {
+            step_factor: 2,
+            ..Options::default()
+        };
+        let i = run_info(&o, "all_reduce_perf");
+        assert_eq!(i.step, Step::Factor(2));
+        assert_eq!(i.max_bytes, 32 << 20);
+    }
+}
