@@ -5,7 +5,10 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const BINARIES: &[&str] = &[env!("CARGO_BIN_EXE_all_reduce_perf"), env!("CARGO_BIN_EXE_all_gather_perf")];
+const BINARIES: &[&str] = &[
+    env!("CARGO_BIN_EXE_all_reduce_perf"),
+    env!("CARGO_BIN_EXE_all_gather_perf"),
+];
 
 fn run(bin: &str, args: &[&str]) -> Output {
     let start = Instant::now();
@@ -14,7 +17,10 @@ fn run(bin: &str, args: &[&str]) -> Output {
         .env("RUST_BACKTRACE", "1")
         .output()
         .expect("binary runs");
-    assert!(start.elapsed() < Duration::from_secs(20), "{args:?} took too long");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{args:?} took too long"
+    );
     out
 }
 
@@ -24,7 +30,12 @@ fn text(b: &[u8]) -> String {
 
 fn no_panic(o: &Output) {
     let err = text(&o.stderr);
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE") && !err.contains("stack backtrace"), "{err}");
+    assert!(
+        !err.contains("panicked")
+            && !err.contains("RUST_BACKTRACE")
+            && !err.contains("stack backtrace"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -33,8 +44,17 @@ fn help_prints_usage_and_exits_0() {
         let o = run(bin, &["-h"]);
         assert_eq!(o.status.code(), Some(0));
         let out = text(&o.stdout);
-        let name = std::path::Path::new(bin).file_name().unwrap().to_string_lossy().into_owned();
-        assert!(out.starts_with(&format!("USAGE: {name} \n\t[-t,--nthreads <num threads>] \n")), "{out}");
+        let name = std::path::Path::new(bin)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            out.starts_with(&format!(
+                "USAGE: {name} \n\t[-t,--nthreads <num threads>] \n"
+            )),
+            "{out}"
+        );
         assert!(out.ends_with("\t[-h,--help]\n"));
         assert_eq!(out.lines().count(), 36);
     }
@@ -42,7 +62,11 @@ fn help_prints_usage_and_exits_0() {
 
 /// (arguments, expected exit code, a word the one-line stderr message must contain)
 const BAD: &[(&[&str], i32, &str)] = &[
-    (&["-b", "1G", "-e", "1M"], 255, "invalid sizes for 'minbytes' and 'maxbytes': 1073741824 > 1048576"),
+    (
+        &["-b", "1G", "-e", "1M"],
+        255,
+        "invalid sizes for 'minbytes' and 'maxbytes': 1073741824 > 1048576",
+    ),
     (&["-b", "1T"], 255, "minbytes"),
     (&["-e", "abc"], 255, "maxbytes"),
     (&["-e", "99999999999G"], 255, "too large"),
@@ -75,11 +99,20 @@ fn argument_errors_are_one_line_with_the_documented_code() {
         for (args, code, needle) in BAD {
             let o = run(bin, args);
             no_panic(&o);
-            assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", text(&o.stderr));
+            assert_eq!(
+                o.status.code(),
+                Some(*code),
+                "{args:?}: {}",
+                text(&o.stderr)
+            );
             let err = text(&o.stderr);
             assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
             assert!(err.contains(needle), "{args:?}: {err}");
-            assert!(o.stdout.is_empty(), "{args:?} printed to stdout: {}", text(&o.stdout));
+            assert!(
+                o.stdout.is_empty(),
+                "{args:?} printed to stdout: {}",
+                text(&o.stdout)
+            );
         }
     }
 }
@@ -98,7 +131,10 @@ fn without_a_gpu_the_driver_error_is_reported() {
         no_panic(&o);
         let all = text(&o.stdout) + &text(&o.stderr);
         assert!(matches!(o.status.code(), Some(2) | Some(3)), "{all}");
-        assert!(all.contains("libcuda") || all.contains("CUDA failure") || all.contains("NCCL"), "{all}");
+        assert!(
+            all.contains("libcuda") || all.contains("CUDA failure") || all.contains("NCCL"),
+            "{all}"
+        );
         assert!(!text(&o.stdout).contains("Avg bus bandwidth"), "{all}");
     }
 }
@@ -106,10 +142,16 @@ fn without_a_gpu_the_driver_error_is_reported() {
 #[test]
 fn lenient_numbers_warn_and_continue_to_the_gpu_stage() {
     // A public health checker passes "-w 50--iters 100": read as -w 50 with a warning.
-    let o = run(BINARIES[0], &["-b", "8", "-e", "8", "-w", "50--iters", "100"]);
+    let o = run(
+        BINARIES[0],
+        &["-b", "8", "-e", "8", "-w", "50--iters", "100"],
+    );
     no_panic(&o);
     let err = text(&o.stderr);
-    assert!(err.contains("-w (--warmup_iters) '50--iters' read as 50"), "{err}");
+    assert!(
+        err.contains("-w (--warmup_iters) '50--iters' read as 50"),
+        "{err}"
+    );
     assert!(err.contains("ignoring stray argument '100'"), "{err}");
     assert_ne!(o.status.code(), Some(255));
 }
