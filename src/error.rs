@@ -73,6 +73,16 @@ pub enum Error {
         /// Devices visible to this process.
         found: i64,
     },
+    /// A wait exceeded `-T` seconds; the communicators were aborted.
+    #[error("Test timeout ({secs}s) {}:{}{during}", site.file(), site.line())]
+    Timeout {
+        /// The `-T` value.
+        secs: i64,
+        /// Where in our code.
+        site: &'static Location<'static>,
+        /// What was running (filled in by the caller), e.g. " while running float sum 1024 B".
+        during: String,
+    },
     /// Run-time compilation of the validation kernels failed.
     #[error("{0}")]
     Kernels(String),
@@ -90,6 +100,7 @@ impl Error {
             Error::Library { code, .. } => *code,
             Error::Cuda { .. } | Error::Kernels(_) => code::CUDA,
             Error::Nccl { .. } => code::NCCL,
+            Error::Timeout { .. } => code::TIMEOUT,
             Error::Internal(_) => code::INTERNAL,
         }
     }
@@ -98,7 +109,10 @@ impl Error {
     pub fn on_stdout(&self) -> bool {
         matches!(
             self,
-            Error::Cuda { .. } | Error::Nccl { .. } | Error::TooFewGpus { .. }
+            Error::Cuda { .. }
+                | Error::Nccl { .. }
+                | Error::TooFewGpus { .. }
+                | Error::Timeout { .. }
         )
     }
 
@@ -106,7 +120,9 @@ impl Error {
     /// prints them, the plain text otherwise.
     pub fn render(&self, host: &str) -> String {
         match self {
-            Error::Cuda { .. } | Error::Nccl { .. } => format!("{host}: {self}"),
+            Error::Cuda { .. } | Error::Nccl { .. } | Error::Timeout { .. } => {
+                format!("{host}: {self}")
+            }
             _ => self.to_string(),
         }
     }
@@ -114,6 +130,18 @@ impl Error {
     /// NCCL's "invalid argument" result: the loaded NCCL rejects a datatype/op combination.
     pub fn is_nccl_invalid_argument(&self) -> bool {
         matches!(self, Error::Nccl { code: 4, .. })
+    }
+
+    /// Adds what was running to a timeout message.
+    pub fn during(self, what: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::Timeout { secs, site, .. } => Error::Timeout {
+                secs,
+                site,
+                during: format!(" while running {}", what()),
+            },
+            e => e,
+        }
     }
 
     /// A CUDA failure at the caller's location.
@@ -149,6 +177,19 @@ mod tests {
             5
         );
         assert_eq!(Error::Internal("x".into()).exit_code(), 1);
+        let t = Error::Timeout {
+            secs: 5,
+            site: Location::caller(),
+            during: String::new(),
+        }
+        .during(|| "float sum 1024 B".into());
+        assert_eq!(t.exit_code(), 4);
+        let line = t.render("n1");
+        assert!(
+            line.starts_with("n1: Test timeout (5s) src/error.rs:"),
+            "{line}"
+        );
+        assert!(line.ends_with(" while running float sum 1024 B"), "{line}");
     }
 
     #[test]

@@ -330,7 +330,6 @@ fn parse_ops(s: &str) -> Result<Vec<RedOp>, OptionsError> {
 /// means "off"). A different value stops with a clear error instead of being ignored.
 const NOT_YET: &[(&str, i64)] = &[
     ("parallel_init", 0),
-    ("timeout", 0),
     ("cudagraph", 0),
     ("local_register", 0),
     ("device_implementation", 0),
@@ -375,6 +374,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     o.stream_null = r.int("stream_null", 0)? != 0;
     o.report_cputime = r.int("report_cputime", 0)? != 0;
     o.report_timestamps = r.int("report_timestamps", 0)? != 0;
+    o.timeout_s = r.int_at_least("timeout", 0, 0)?;
     o.blocking = r.int("blocking", 0)?;
     if !(0..=3).contains(&o.blocking) {
         r.warnings.push(format!(
@@ -564,7 +564,7 @@ mod tests {
     fn not_yet_supported_is_an_error_not_silence() {
         for args in [
             &["-G", "1"][..],
-            &["-T", "5"],
+            &["-p", "1"],
             &["-I", "1"],
             &["-x", "1"],
             &["-R", "1"],
@@ -575,6 +575,8 @@ mod tests {
             );
         }
         assert!(parse(&["-G", "0", "-z", "0"]).is_ok());
+        assert_eq!(parse(&["-T", "5"]).unwrap().options.timeout_s, 5);
+        assert!(matches!(parse(&["-T", "-1"]), Err(OptionsError::Invalid(_))));
     }
 
     #[test]

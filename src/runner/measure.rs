@@ -212,7 +212,10 @@ impl<'a> Worker<'a> {
     }
 
     /// Polls every stream until idle, checking for asynchronous NCCL errors meanwhile.
+    #[track_caller]
     fn wait(&self) -> Result<()> {
+        let timeout = self.e.opts.timeout_s;
+        let start = (timeout > 0).then(Instant::now);
         loop {
             let mut done = true;
             for g in &self.gpus {
@@ -223,6 +226,16 @@ impl<'a> Worker<'a> {
             }
             if done {
                 return Ok(());
+            }
+            if let Some(t0) = start
+                && t0.elapsed().as_secs_f64() > timeout as f64
+            {
+                self.abort_all();
+                return Err(Error::Timeout {
+                    secs: timeout,
+                    site: std::panic::Location::caller(),
+                    during: String::new(),
+                });
             }
             std::thread::yield_now();
         }
@@ -235,13 +248,18 @@ impl<'a> Worker<'a> {
         nccl.check(unsafe { (nccl.ncclCommGetAsyncError)(g.comm, &mut state) })?;
         // 7 = ncclInProgress.
         if state != 0 && state != 7 {
-            for g in &self.gpus {
-                // SAFETY: aborting is the documented way out of a failed communicator.
-                unsafe { (nccl.ncclCommAbort)(g.comm) };
-            }
+            self.abort_all();
             nccl.check(state)?;
         }
         Ok(())
+    }
+
+    /// Aborts every communicator of this thread (after a timeout or an asynchronous error).
+    fn abort_all(&self) {
+        for g in &self.gpus {
+            // SAFETY: aborting is the documented way out of a failed communicator.
+            unsafe { (self.e.nccl.ncclCommAbort)(g.comm) };
+        }
     }
 
     /// Warm-up over the doubling ladder of sizes (out-of-place, `-w` operations each).
@@ -266,7 +284,29 @@ impl<'a> Worker<'a> {
         self.wait()?;
         self.e.group.barrier()?;
 
-        let (n, m, z) = (o.iters as u64, o.agg_iters as u64, o.blocking);
+        let (cpu, local) = self.timed_loop(s, in_place, o.iters as u64, o.agg_iters as u64)?;
+
+        let time = self.reduce_time(local)?;
+        let ts = s.ts();
+        let (bytes, factor) = self.e.coll.bandwidth(&s.counts, ts, self.e.nranks);
+        let algbw = bytes / 1e9 / time;
+        let busbw = algbw * factor;
+        self.e.group.barrier()?;
+        let wrong = self.validate(s, in_place)?;
+        Ok(HalfResult {
+            time_us: if o.report_cputime { cpu } else { time } * 1e6,
+            algbw,
+            busbw,
+            wrong,
+            per_iter: None,
+        })
+    }
+
+    /// The timed loop: `n` iterations of `m` operations (grouped when `m > 1`), with the `-z`
+    /// blocking rules. Returns (host enqueue time, completion time) per operation in seconds,
+    /// this thread only.
+    pub fn timed_loop(&self, s: &Shape, in_place: bool, n: u64, m: u64) -> Result<(f64, f64)> {
+        let z = self.e.opts.blocking;
         let nccl = self.e.nccl;
         let mut coll_only = 0.0;
         let start = Instant::now();
@@ -306,20 +346,7 @@ impl<'a> Worker<'a> {
             start.elapsed().as_secs_f64()
         } / ops;
 
-        let time = self.reduce_time(local)?;
-        let ts = s.ts();
-        let (bytes, factor) = self.e.coll.bandwidth(&s.counts, ts, self.e.nranks);
-        let algbw = bytes / 1e9 / time;
-        let busbw = algbw * factor;
-        self.e.group.barrier()?;
-        let wrong = self.validate(s, in_place)?;
-        Ok(HalfResult {
-            time_us: if o.report_cputime { cpu } else { time } * 1e6,
-            algbw,
-            busbw,
-            wrong,
-            per_iter: None,
-        })
+        Ok((cpu, local))
     }
 
     /// The cross-rank time of `-a`: 0 this process' thread 0, 1 mean, 2 min, 3 max.

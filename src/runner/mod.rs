@@ -3,7 +3,7 @@
 
 mod measure;
 mod output;
-mod setup;
+pub mod setup;
 mod sync;
 
 pub use measure::{Engine, Shape, Worker};
@@ -370,8 +370,15 @@ fn thread_main(
                 for _ in 0..cycles {
                     for &bytes in &plan.sizes {
                         let shape = Shape::new(e, dt, op, root, bytes);
-                        let oop = w.measure(&shape, false)?;
-                        let ip = w.measure(&shape, true)?;
+                        let what = |place: &str| {
+                            format!("{} {} {} B ({place})", dt.name(), label(e.coll, op), bytes)
+                        };
+                        let oop = w
+                            .measure(&shape, false)
+                            .map_err(|x| x.during(|| what("out-of-place")))?;
+                        let ip = w
+                            .measure(&shape, true)
+                            .map_err(|x| x.during(|| what("in-place")))?;
                         if let Some(o) = out.as_deref_mut() {
                             o.row(&RowResult {
                                 size: shape.counts.printed_size(dt.size()),
