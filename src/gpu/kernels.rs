@@ -35,6 +35,27 @@ pub fn compile(cc: (i32, i32)) -> Result<Vec<u8>> {
     Ok(image)
 }
 
+/// An `int` kernel parameter in a 64-bit slot: its four bytes first (little-endian x86-64).
+fn int(v: i32) -> u64 {
+    u64::from(v as u32)
+}
+
+/// Launches `f` over `count` elements on `s`. Every parameter of these kernels is a 64-bit value
+/// (pointer or u64) or an `int`; each is passed as the address of a 64-bit slot, which for an
+/// `int` holds it in its first four bytes (see [`int`]).
+///
+/// # Safety
+/// `values` must match the kernel's parameter list in number and order.
+unsafe fn launch(f: CUfunction, count: u64, s: CUstream, values: &mut [u64]) -> Result<()> {
+    let (grid, block) = names::launch_dims(count);
+    let mut params: Vec<*mut c_void> = values
+        .iter_mut()
+        .map(|v| v as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: forwarded to the caller.
+    unsafe { driver::launch(f, grid, block, s, &mut params) }
+}
+
 /// The kernels of one GPU, loaded into its context.
 pub struct Kernels {
     _module: Module,
@@ -94,20 +115,9 @@ impl Kernels {
             return Ok(());
         }
         let f = lookup(&self.input, dt)?;
-        let (mut buf, mut count, mut ix0, mut seed) = (buf, count, ix0, seed);
-        let (mut op, mut rn, mut rme) = (names::op_code(op), rn as i32, rme as i32);
-        let mut params: [*mut c_void; 7] = [
-            &mut buf as *mut _ as *mut c_void,
-            &mut count as *mut _ as *mut c_void,
-            &mut ix0 as *mut _ as *mut c_void,
-            &mut op as *mut _ as *mut c_void,
-            &mut rn as *mut _ as *mut c_void,
-            &mut rme as *mut _ as *mut c_void,
-            &mut seed as *mut _ as *mut c_void,
-        ];
-        let (grid, block) = names::launch_dims(count);
+        let (op, rn, rme) = (int(names::op_code(op)), int(rn as i32), int(rme as i32));
         // SAFETY: parameters match `np_input_<type>(void*, u64, u64, int, int, int, u64)`.
-        unsafe { driver::launch(f, grid, block, s, &mut params) }
+        unsafe { launch(f, count, s, &mut [buf, count, ix0, op, rn, rme, seed]) }
     }
 
     /// Fills `count` elements at `buf` with the expected results.
@@ -127,19 +137,9 @@ impl Kernels {
             return Ok(());
         }
         let f = lookup(&self.expected, dt)?;
-        let (mut buf, mut count, mut ix0, mut seed) = (buf, count, ix0, seed);
-        let (mut op, mut rn) = (names::op_code(op), rn as i32);
-        let mut params: [*mut c_void; 6] = [
-            &mut buf as *mut _ as *mut c_void,
-            &mut count as *mut _ as *mut c_void,
-            &mut ix0 as *mut _ as *mut c_void,
-            &mut op as *mut _ as *mut c_void,
-            &mut rn as *mut _ as *mut c_void,
-            &mut seed as *mut _ as *mut c_void,
-        ];
-        let (grid, block) = names::launch_dims(count);
+        let (op, rn) = (int(names::op_code(op)), int(rn as i32));
         // SAFETY: parameters match `np_expected_<type>(void*, u64, u64, int, int, u64)`.
-        unsafe { driver::launch(f, grid, block, s, &mut params) }
+        unsafe { launch(f, count, s, &mut [buf, count, ix0, op, rn, seed]) }
     }
 
     /// Adds to the device counter at `counter` the number of elements of `got` that differ from
@@ -159,16 +159,19 @@ impl Kernels {
             return Ok(());
         }
         let f = lookup(&self.mismatch, dt)?;
-        let (mut got, mut want, mut count, mut tol, mut counter) = (got, want, count, tol, counter);
-        let mut params: [*mut c_void; 5] = [
-            &mut got as *mut _ as *mut c_void,
-            &mut want as *mut _ as *mut c_void,
-            &mut count as *mut _ as *mut c_void,
-            &mut tol as *mut _ as *mut c_void,
-            &mut counter as *mut _ as *mut c_void,
-        ];
-        let (grid, block) = names::launch_dims(count);
         // SAFETY: parameters match `np_mismatch_<bits>(const void*, const void*, u64, u64, u64*)`.
-        unsafe { driver::launch(f, grid, block, s, &mut params) }
+        unsafe { launch(f, count, s, &mut [got, want, count, tol, counter]) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::int;
+
+    #[test]
+    fn int_parameters_sit_in_the_first_four_bytes() {
+        assert_eq!(int(-1).to_le_bytes()[..4], (-1i32).to_le_bytes());
+        assert_eq!(int(72).to_le_bytes()[..4], 72i32.to_le_bytes());
+        assert_eq!(int(-1) >> 32, 0);
     }
 }
