@@ -397,3 +397,73 @@ fn plots_are_written_as_svg_and_png() {
     let out = tool(&["plot", &runs[0], "-o", &dir.join("x.gif").to_string_lossy()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn compare_with_nccl_tests_script_runs_both_and_compares() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/compare-with-nccl-tests.sh");
+    let syntax = Command::new("bash").arg("-n").arg(&script).status();
+    assert!(
+        syntax.is_ok_and(|s| s.success()),
+        "bash -n {}",
+        script.display()
+    );
+
+    // Stand-ins: "nccl-tests" prints the reference sweep, "ours" its second run.
+    let dir = scratch("script");
+    let fake = |path: &Path, log: &str| {
+        let body = format!(
+            "#!/bin/sh\necho \"args: $*\"\ncat '{}'\n",
+            reference(log).display()
+        );
+        std::fs::create_dir_all(path.parent().unwrap_or(Path::new("/")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(path, body).unwrap_or_else(|e| panic!("{e}"));
+        let status = Command::new("chmod").arg("+x").arg(path).status();
+        assert!(status.is_ok_and(|s| s.success()));
+    };
+    fake(
+        &dir.join("nccl-tests/build/all_reduce_perf"),
+        "ar_sweep.out",
+    );
+    fake(&dir.join("ours/all_reduce_perf"), "ar_sweep_run2.out");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nccl-perf"), dir.join("ours/nccl-perf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run = |compare: &[&str]| {
+        let mut args = vec![
+            script.to_string_lossy().into_owned(),
+            "--bin".into(),
+            dir.join("ours").to_string_lossy().into_owned(),
+            "--out".into(),
+            dir.join("logs").to_string_lossy().into_owned(),
+            dir.join("nccl-tests").to_string_lossy().into_owned(),
+            "-b".into(),
+            "8".into(),
+            "-e".into(),
+            "8G".into(),
+        ];
+        args.extend(compare.iter().map(|s| s.to_string()));
+        Command::new("bash")
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = run(&[
+        "--",
+        "--metric",
+        "algbw",
+        "--half",
+        "out",
+        "--max-regression",
+        "10",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("# verdict: FAILED"));
+    let theirs = read(&dir.join("logs/nccl-tests.log"));
+    assert!(theirs.starts_with("args: -b 8 -e 8G\n"), "{theirs}");
+    assert_eq!(run(&[]).status.code(), Some(0));
+}
