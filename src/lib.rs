@@ -22,7 +22,7 @@ use error::{Error, code};
 use options::OptionsError;
 use std::process::ExitCode;
 
-/// The program name as nccl-tests prints it: argv[0] after the last `/` or `\`.
+/// The program name as nccl-tests prints it: `argv[0]` after the last `/` or `\`.
 pub fn program_name(argv0: &str) -> String {
     argv0
         .rsplit(['/', '\\'])
