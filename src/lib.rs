@@ -1,7 +1,8 @@
 //! nccl-perf: a native reimplementation of NVIDIA's nccl-tests `*_perf` benchmarks.
 //!
 //! Each binary is `nccl_perf::main_for(&Collective)`: parse the nccl-tests command line, run the
-//! sweep on the GPUs, print the nccl-tests table, exit with nccl-tests' exit codes.
+//! sweep on the GPUs, print the nccl-tests table, exit with nccl-tests' exit codes. The
+//! `nccl-perf` binary is [`tool::main`]: logs and JSON files to tables, plots and verdicts.
 
 pub mod bootstrap;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod options;
 pub mod report;
 pub mod runner;
 pub mod sweep;
+pub mod tool;
 pub mod types;
 pub mod verify;
 
@@ -20,7 +22,7 @@ use error::{Error, code};
 use options::OptionsError;
 use std::process::ExitCode;
 
-/// The program name as nccl-tests prints it: argv[0] after the last `/` or `\`.
+/// The program name as nccl-tests prints it: `argv[0]` after the last `/` or `\`.
 pub fn program_name(argv0: &str) -> String {
     argv0
         .rsplit(['/', '\\'])

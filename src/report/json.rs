@@ -19,9 +19,11 @@
 //!   failure) instead of being streamed while the run goes on.
 
 mod env;
+pub mod read;
 mod schema;
 
 pub use env::{ALLOWED_NAMES, ALLOWED_PREFIXES, SECRET_WORDS, filtered_env};
+pub use schema::{Device, ExtraLine, LogJson};
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -29,7 +31,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{DeviceInfo, RowResult, RunInfo, Summary};
-use schema::{Config, Device, Document, End, RowJson};
+use schema::{Config, Document, End, RowJson};
 
 /// The schema version written in `"version"`.
 pub const SCHEMA_VERSION: u32 = 3;
@@ -96,6 +98,7 @@ pub struct JsonReport {
     config: Config,
     report_cputime: bool,
     results: Vec<RowJson>,
+    log: Option<LogJson>,
 }
 
 impl JsonReport {
@@ -129,7 +132,14 @@ impl JsonReport {
             config: Config::new(info, process_devices),
             report_cputime: info.report_cputime,
             results: Vec::new(),
+            log: None,
         }
+    }
+
+    /// Adds the `nccl_perf_log` object (written last) that `nccl-perf parse` uses to keep what
+    /// a text log shows beyond upstream's schema.
+    pub fn set_log(&mut self, log: LogJson) {
+        self.log = Some(log);
     }
 
     /// Adds one table row to `results`.
@@ -160,6 +170,7 @@ impl JsonReport {
             config: &self.config,
             results: &self.results,
             end,
+            nccl_perf_log: self.log.as_ref(),
         };
         // Cannot fail: every map key is a string and no Serialize impl returns an error.
         serde_json::to_string(&doc).unwrap_or_default()

@@ -1,10 +1,16 @@
 //! Everything the benchmark prints or writes: the nccl-tests text table and the JSON file.
 //!
 //! The model types below are filled by the runner; `table` renders them byte-for-byte in the
-//! nccl-tests v2.19.6 layout and `json` writes upstream's `-J` schema (version 3).
+//! nccl-tests v2.19.6 layout, `json` writes upstream's `-J` schema (version 3) and `csv` the
+//! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
+//! and `json::read` JSON files into [`run::Run`]s; `markdown` renders them for documents.
 
+pub mod csv;
 pub mod format;
 pub mod json;
+pub mod markdown;
+pub mod parse;
+pub mod run;
 pub mod table;
 
 /// The step between two sizes of the sweep.

@@ -138,9 +138,13 @@ pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<Strin
 
 fn open_json(opts: &Options, out: &mut Output, program: &str) -> Option<std::fs::File> {
     let path = opts.output_file.as_ref()?;
+    if report::csv::wants_csv(&path.to_string_lossy()) {
+        out.open_csv(path);
+        return None;
+    }
     if !json::wants_json(&path.to_string_lossy()) {
         eprintln!(
-            "{program}: -J {}: only .json output is supported; no file written",
+            "{program}: -J {}: only .json and .csv output are supported; no file written",
             path.display()
         );
         return None;

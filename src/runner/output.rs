@@ -1,15 +1,18 @@
-//! The printing side of a run (world rank 0, thread 0 only): stdout lines, the JSON document and
-//! the running average of bus bandwidth.
+//! The printing side of a run (world rank 0, thread 0 only): stdout lines, the JSON document or
+//! CSV file, and the running average of bus bandwidth.
 
 use crate::report::json::{self, JsonReport};
-use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, format, table};
+use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, csv, format, table};
 use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 
 /// Where the report goes.
 pub struct Output {
     info: RunInfo,
     json: Option<(File, JsonReport)>,
+    /// `-J file.csv`: records are written as rows complete, so a failed run keeps its rows.
+    csv: Option<File>,
     busbw_sum: f64,
     halves: u64,
 }
@@ -20,6 +23,7 @@ impl Output {
         Output {
             info,
             json: None,
+            csv: None,
             busbw_sum: 0.0,
             halves: 0,
         }
@@ -48,6 +52,22 @@ impl Output {
         self.json = Some((file, report));
     }
 
+    /// `-J file.csv`: creates the file as `-J file.json` would (exclusively, else `file.csv.N`),
+    /// prints `# Writing CSV output to <path>` (or the skipping line) and writes the header.
+    pub fn open_csv(&mut self, path: &Path) {
+        match json::open_exclusive(path) {
+            Ok((mut f, actual)) => {
+                self.print(&csv::writing_line(&actual));
+                let header = csv::header(csv::Columns::of(&self.info));
+                if let Err(e) = f.write_all(header.as_bytes()) {
+                    eprintln!("{}: could not write the CSV file: {e}", self.info.program);
+                }
+                self.csv = Some(f);
+            }
+            Err(_) => self.print(&csv::skipping_line(path)),
+        }
+    }
+
     /// Prints text as is.
     pub fn print(&mut self, text: &str) {
         let mut out = std::io::stdout().lock();
@@ -68,6 +88,10 @@ impl Output {
         self.halves += 2;
         if let Some((_, j)) = &mut self.json {
             j.add_row(r);
+        }
+        if let Some(f) = &mut self.csv {
+            let record = csv::record(&self.info.program, r, csv::Columns::of(&self.info));
+            let _ = f.write_all(record.as_bytes()).and_then(|_| f.flush());
         }
     }
 

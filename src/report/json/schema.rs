@@ -1,8 +1,8 @@
 //! The serialisable shape of upstream's JSON schema version 3: field order here is key order in
 //! the file.
 
-use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
 
@@ -40,6 +40,8 @@ pub(super) struct Document<'a> {
     pub results: &'a [RowJson],
     #[serde(flatten)]
     pub end: Option<End<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_perf_log: Option<&'a LogJson>,
 }
 
 /// `config`.
@@ -92,16 +94,93 @@ impl Config {
     }
 }
 
-/// One entry of `config.devices` (the first GPU of a process).
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Device {
-    rank: i64,
-    group: i64,
-    pid: u32,
-    hostname: String,
-    device: i64,
-    device_hex: String,
-    device_info: String,
+/// One entry of `config.devices` (the first GPU of a process), also used for every GPU in
+/// [`LogJson::devices`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// Global rank shown in the device line.
+    pub rank: i64,
+    /// Split colour.
+    #[serde(default)]
+    pub group: i64,
+    /// Process id.
+    pub pid: u32,
+    /// Short host name.
+    pub hostname: String,
+    /// CUDA ordinal.
+    pub device: i64,
+    /// `domain:bus:device` in hex, e.g. `0000:18:00`.
+    pub device_hex: String,
+    /// CUDA device name.
+    pub device_info: String,
+}
+
+impl Device {
+    /// The model's device; a malformed `device_hex` gives PCI address 0.
+    pub fn to_info(&self) -> DeviceInfo {
+        let mut hex = self
+            .device_hex
+            .split(':')
+            .map(|h| u32::from_str_radix(h, 16).unwrap_or(0));
+        DeviceInfo {
+            rank: self.rank,
+            group: self.group,
+            pid: self.pid,
+            hostname: self.hostname.clone(),
+            device: self.device,
+            pci_domain: hex.next().unwrap_or(0),
+            pci_bus: hex.next().unwrap_or(0),
+            pci_device: hex.next().unwrap_or(0),
+            name: self.device_info.clone(),
+        }
+    }
+}
+
+/// The `nccl_perf_log` object that `nccl-perf parse` adds after upstream's keys: what a text log
+/// shows and the schema has no place for, so that `nccl-perf report` prints the log's lines
+/// back byte for byte. Readers of upstream's schema ignore it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogJson {
+    /// The log file the test was read from.
+    pub source: String,
+    /// First line of the test in that file (1-based).
+    pub first_line: usize,
+    /// Last line of the test in that file.
+    pub last_line: usize,
+    /// The `# nccl-tests version ...` line, verbatim, when the log has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_line: Option<String>,
+    /// Every device line (one per GPU; `config.devices` keeps one per process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<Device>,
+    /// The `-S 1` timestamp of each result, in `results` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timestamps: Vec<String>,
+    /// maxBytes after the memory clamp (`# Reducing maxBytes to N ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clamp: Option<u64>,
+    /// The `-M 1` line's text after `GPU memory usage     : `.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_report: Option<String>,
+    /// Whether the table header was printed (false when the test failed before it).
+    #[serde(default = "yes")]
+    pub table_header: bool,
+    /// Other lines of the test (skip notes, failure messages), each after that many rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_lines: Vec<ExtraLine>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A line of the test that is neither header, device, table nor footer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtraLine {
+    /// How many result rows precede it.
+    pub after_rows: usize,
+    /// The line, without its newline.
+    pub text: String,
 }
 
 impl From<&DeviceInfo> for Device {

@@ -1,0 +1,81 @@
+//! A run as a Markdown (GitHub) table, for pull requests, issues and wikis: one heading per
+//! test, the table's columns with units in the header, numbers as the text table prints them.
+
+use super::format::{c_g, fit};
+use super::run::Run;
+use super::{HalfResult, RowResult};
+
+/// The Markdown of one run: `### program (source)`, the table, then the footer values.
+pub fn render(run: &Run) -> String {
+    let mut out = format!("### {} ({})\n\n", run.info.program, run.source.file);
+    let time = if run.info.report_cputime {
+        "cputime"
+    } else {
+        "time"
+    };
+    let mut names = vec![
+        "size (B)".to_string(),
+        "count".into(),
+        "type".into(),
+        "redop".into(),
+        "root".into(),
+    ];
+    for half in ["out-of-place", "in-place"] {
+        for col in [time, "algbw", "busbw", "#wrong"] {
+            let unit = match col {
+                "algbw" | "busbw" => " (GB/s)",
+                "#wrong" => "",
+                _ => " (us)",
+            };
+            names.push(format!("{half} {col}{unit}"));
+        }
+    }
+    out += &line(&names);
+    let align: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if (2..4).contains(&i) { ":---" } else { "---:" }.to_string())
+        .collect();
+    out += &line(&align);
+    for r in &run.rows {
+        out += &line(&cells(r));
+    }
+    if let Some(s) = &run.summary {
+        out += &format!(
+            "\nOut of bounds values: {} {}. Average bus bandwidth: {} GB/s.\n",
+            s.oob_errors,
+            if s.oob_errors > 0 { "FAILED" } else { "OK" },
+            c_g(s.avg_busbw)
+        );
+    } else {
+        out += "\nThe test stopped before its footer.\n";
+    }
+    out
+}
+
+fn cells(r: &RowResult) -> Vec<String> {
+    let mut c = vec![
+        r.size.to_string(),
+        r.count.to_string(),
+        r.dtype.clone(),
+        r.op.clone(),
+        r.root.to_string(),
+    ];
+    for h in [&r.out_of_place, &r.in_place] {
+        c.extend(half(h));
+    }
+    c
+}
+
+fn half(h: &HalfResult) -> [String; 4] {
+    [
+        fit(h.time_us, 7).trim().to_string(),
+        fit(h.algbw, 6).trim().to_string(),
+        fit(h.busbw, 6).trim().to_string(),
+        h.wrong.map_or("N/A".to_string(), c_g),
+    ]
+}
+
+fn line(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}

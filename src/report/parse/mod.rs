@@ -1,0 +1,408 @@
+//! Text logs of nccl-tests and of our binaries back into [`Run`]s.
+//!
+//! A log may hold several tests (split on `Collective test starting`, or on the parameter line
+//! in logs older than v2.16.7), lines of several processes (`srun -l` and `mpirun --tag-output`
+//! prefixes: each process is read on its own), NCCL's `NCCL INFO` lines, launcher chatter and
+//! the layouts of older nccl-tests versions (spec §3.9). Lines outside a test are ignored;
+//! inside one, a line that is part of no known section is kept as an extra line (skip notes,
+//! failure messages) so that the test prints back unchanged.
+//!
+//! A test ends with its footer, or with nccl-tests' failure lines (then it has rows but no
+//! footer). A test that simply stops (end of file, or another test starting) is a truncated
+//! log: an error naming the line, unless [`ParseOptions::allow_partial`] keeps it.
+
+mod lines;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use lines::{Columns, Stream};
+
+use super::Summary;
+use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
+
+/// How lenient [`parse_log`] is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Keep a test that stops without footer or failure lines (a log cut short) instead of
+    /// failing; it is kept without summary.
+    pub allow_partial: bool,
+}
+
+/// Reads every test of a log. `file` names it in the runs' [`Source`] and in errors.
+pub fn parse_log(text: &str, file: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
+    let mut order: Vec<Stream> = Vec::new();
+    let mut streams: HashMap<Stream, Vec<(usize, &str)>> = HashMap::new();
+    let mut count = 0;
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    for (i, raw) in text.split('\n').enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let (stream, line) = lines::split_prefix(raw);
+        if !streams.contains_key(&stream) {
+            order.push(stream.clone());
+        }
+        streams.entry(stream).or_default().push((i + 1, line));
+        count = i + 1;
+    }
+    let mut runs = Vec::new();
+    for stream in order {
+        let mut parser = Parser::new(file, options);
+        for &(n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
+            parser.line(n, line)?;
+        }
+        runs.extend(parser.finish()?);
+    }
+    if runs.is_empty() {
+        return Err(ReadError::whole(
+            file,
+            format!(
+                "no nccl-tests output found in {count} lines (no '# Collective test starting:' \
+                 or '# nThread ...' line)"
+            ),
+        ));
+    }
+    runs.sort_by_key(|r| r.source.first_line);
+    Ok(runs)
+}
+
+/// Where a test is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// After `Collective test starting`, before `# Using devices`.
+    Header,
+    /// Device lines, up to the table header.
+    Devices,
+    /// Rows.
+    Table,
+    /// After `Out of bounds values`, waiting for `Avg bus bandwidth`.
+    Footer,
+    /// After `Avg bus bandwidth`: the closing lines.
+    Closing,
+    /// After the empty line (or `# error:` line) that ends a test.
+    Done,
+    /// After a failure line: more failure lines, then the test is over.
+    Failed,
+}
+
+/// A test being read.
+struct Test {
+    run: Run,
+    stage: Stage,
+    columns: Columns,
+    has_parameters: bool,
+}
+
+/// What a line did to the current test.
+enum Step {
+    /// The line belongs to the test.
+    Taken,
+    /// The test was over before this line; read the line again outside any test.
+    Over,
+}
+
+struct Parser<'a> {
+    file: &'a str,
+    options: &'a ParseOptions,
+    version: Option<(usize, String)>,
+    current: Option<Test>,
+    last_line: usize,
+    done: Vec<Run>,
+}
+
+impl<'a> Parser<'a> {
+    fn new(file: &'a str, options: &'a ParseOptions) -> Parser<'a> {
+        Parser {
+            file,
+            options,
+            version: None,
+            current: None,
+            last_line: 0,
+            done: Vec::new(),
+        }
+    }
+
+    fn line(&mut self, n: usize, text: &str) -> Result<(), ReadError> {
+        self.last_line = n;
+        if let Some(mut test) = self.current.take() {
+            match self.in_test(&mut test, text) {
+                Ok(Step::Taken) => {
+                    test.run.source.last_line = n;
+                    self.current = Some(test);
+                    return Ok(());
+                }
+                Ok(Step::Over) => self.close(test, n)?,
+                Err(message) => return Err(ReadError::at(self.file, n, message)),
+            }
+        }
+        self.outside(n, text)
+    }
+
+    fn finish(mut self) -> Result<Vec<Run>, ReadError> {
+        if let Some(test) = self.current.take() {
+            let end = self.last_line;
+            self.close(test, end + 1)?;
+        }
+        Ok(self.done)
+    }
+
+    /// Ends `test` because line `next` (or the end of the file) does not belong to it.
+    fn close(&mut self, mut test: Test, next: usize) -> Result<(), ReadError> {
+        let complete = matches!(test.stage, Stage::Closing | Stage::Done | Stage::Failed);
+        if !complete && !self.options.allow_partial {
+            let start = test.run.source.first_line;
+            let program = &test.run.info.program;
+            let what = if next > self.last_line {
+                "the log ends".to_string()
+            } else {
+                format!("another test starts at line {next}")
+            };
+            return Err(ReadError::at(
+                self.file,
+                test.run.source.last_line,
+                format!(
+                    "{what} inside the test {program} that starts at line {start}, before its \
+                     footer: the log is truncated (or several processes write to it without \
+                     srun -l / mpirun --tag-output); --partial keeps the rows read so far"
+                ),
+            ));
+        }
+        let memory = test
+            .run
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.memory_report.is_some());
+        test.run.args = equivalent_args(&test.run.info, memory);
+        self.done.push(test.run);
+        Ok(())
+    }
+
+    fn outside(&mut self, n: usize, text: &str) -> Result<(), ReadError> {
+        if text.starts_with("# nccl-tests version ") {
+            self.version = Some((n, text.to_string()));
+        } else if let Some(program) = text.strip_prefix("# Collective test starting: ") {
+            self.start(n, program.trim());
+        } else if text.starts_with("# nThread ") {
+            // Logs older than v2.16.7 start a test with its parameter line.
+            self.start(n, "");
+            if let Some(mut test) = self.current.take() {
+                let step = self.in_test(&mut test, text);
+                self.current = Some(test);
+                step.map_err(|m| ReadError::at(self.file, n, m))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, n: usize, program: &str) {
+        let version = self.version.take();
+        let first_line = version.as_ref().map_or(n, |(v, _)| *v);
+        let nccl_version = version
+            .as_ref()
+            .and_then(|(_, l)| l.split_once("nccl-library="))
+            .and_then(|(_, rest)| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .unwrap_or(0);
+        let mut info = lines::default_info();
+        info.program = program.to_string();
+        self.current = Some(Test {
+            run: Run {
+                info,
+                devices: Vec::new(),
+                nccl_version,
+                args: Vec::new(),
+                env: Vec::new(),
+                start_time: String::new(),
+                end_time: String::new(),
+                rows: Vec::new(),
+                summary: None,
+                source: Source {
+                    file: self.file.to_string(),
+                    first_line,
+                    last_line: n,
+                },
+                text: TextDetails {
+                    version_line: version.map(|(_, l)| l),
+                    table_header: false,
+                    ..TextDetails::default()
+                },
+            },
+            stage: Stage::Header,
+            columns: Columns::default(),
+            has_parameters: false,
+        });
+    }
+
+    /// One line inside `test`; `Err` is a message for line `n`.
+    fn in_test(&self, test: &mut Test, text: &str) -> Result<Step, String> {
+        let run = &mut test.run;
+        let extra = |run: &mut Run| {
+            let at = run.rows.len();
+            run.text.extra_lines.push((at, text.to_string()));
+        };
+        if lines::is_nccl_debug(text) {
+            return Ok(Step::Taken);
+        }
+        let starts_test = text.starts_with("# nccl-tests version ")
+            || text.starts_with("# Collective test starting: ")
+            || (text.starts_with("# nThread ") && test.has_parameters);
+        if starts_test {
+            return Ok(Step::Over);
+        }
+        if test.stage == Stage::Done {
+            return Ok(Step::Over);
+        }
+        if test.stage == Stage::Failed {
+            if lines::is_failure(text) {
+                extra(run);
+                return Ok(Step::Taken);
+            }
+            return Ok(Step::Over);
+        }
+        if lines::is_failure(text) {
+            extra(run);
+            test.stage = Stage::Failed;
+            return Ok(Step::Taken);
+        }
+        match test.stage {
+            Stage::Header => header_line(test, text),
+            Stage::Devices => {
+                if text
+                    .trim_start_matches('#')
+                    .trim_start()
+                    .starts_with("Rank ")
+                {
+                    run.devices.push(lines::device(text)?);
+                } else if let Some(rest) = text.strip_prefix("# Reducing maxBytes to ") {
+                    let value = rest.split_whitespace().next().unwrap_or("");
+                    run.text.memory_clamp = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("maxBytes '{value}' is not an integer"))?,
+                    );
+                } else if lines::is_names_line(text) {
+                    test.columns = Columns::from_names(text);
+                    run.info.report_cputime = test.columns.cputime;
+                    run.info.per_iter = test.columns.per_iter;
+                    run.info.report_timestamps = test.columns.timestamps;
+                    run.text.table_header = true;
+                    test.stage = Stage::Table;
+                } else if !(text == "#" || text.starts_with('#') && text.contains("out-of-place")) {
+                    extra(run);
+                }
+                Ok(Step::Taken)
+            }
+            Stage::Table => {
+                let first = text.split_whitespace().next().unwrap_or("");
+                if text.starts_with("# Out of bounds values") {
+                    run.summary = Some(Summary {
+                        oob_errors: lines::out_of_bounds(text)?,
+                        avg_busbw: f64::NAN,
+                        min_bw_ok: None,
+                        last_error: String::new(),
+                        memory_report: None,
+                    });
+                    test.stage = Stage::Footer;
+                } else if first.starts_with(|c: char| c.is_ascii_digit()) {
+                    let row = lines::row(text, &test.columns, run.info.iters)?;
+                    run.rows.push(row);
+                } else if !(first.is_empty() || first == "#" && text.contains("(B)")) {
+                    extra(run);
+                }
+                Ok(Step::Taken)
+            }
+            Stage::Footer => {
+                if text.starts_with("# Avg bus bandwidth") {
+                    let (avg, ok) = lines::average(text)?;
+                    if let Some(s) = run.summary.as_mut() {
+                        s.avg_busbw = avg;
+                        s.min_bw_ok = ok;
+                    }
+                    test.stage = Stage::Closing;
+                    Ok(Step::Taken)
+                } else if text.trim().is_empty() {
+                    Ok(Step::Taken)
+                } else {
+                    Err(format!(
+                        "expected '# Avg bus bandwidth' after '# Out of bounds values', found \
+                         '{}'",
+                        shorten(text)
+                    ))
+                }
+            }
+            Stage::Closing => Ok(closing_line(test, text)),
+            Stage::Done | Stage::Failed => Ok(Step::Over),
+        }
+    }
+}
+
+/// A line between `Collective test starting` and `# Using devices`.
+fn header_line(test: &mut Test, text: &str) -> Result<Step, String> {
+    let run = &mut test.run;
+    if text.starts_with("# nThread ") {
+        let program = std::mem::take(&mut run.info.program);
+        run.info = lines::parameters(text)?;
+        run.info.program = program;
+        test.has_parameters = true;
+    } else if let Some(what) = text.strip_prefix("# Blocking Enabled: ") {
+        run.info.blocking = if what.starts_with("wait and barrier after each inner") {
+            1
+        } else if what.starts_with("wait after each inner") {
+            2
+        } else {
+            3
+        };
+    } else if let Some(rest) = text.strip_prefix("# Per-Iteration Report:") {
+        run.info.per_iter = true;
+        if let Some((_, k)) = rest.split_once("summary skips first ") {
+            let k = k.split_whitespace().next().unwrap_or("");
+            run.info.per_iter_skip = k
+                .parse()
+                .map_err(|_| format!("skipped iterations '{k}' is not an integer"))?;
+        }
+    } else if text.starts_with("# Parallel Init Enabled") {
+        run.info.parallel_init = true;
+    } else if text == "# Using devices" {
+        if !test.has_parameters {
+            return Err("'# Using devices' before the '# nThread ...' parameter line".into());
+        }
+        test.stage = Stage::Devices;
+    } else if text != "#" {
+        let at = run.rows.len();
+        run.text.extra_lines.push((at, text.to_string()));
+    }
+    Ok(Step::Taken)
+}
+
+/// The lines after `Avg bus bandwidth`: `#`, `Collective test concluded`, `GPU memory usage`,
+/// `#`, then an empty line or `# error: ...`, the test's last line.
+fn closing_line(test: &mut Test, text: &str) -> Step {
+    let Some(summary) = test.run.summary.as_mut() else {
+        return Step::Over;
+    };
+    if text == "#" || text.starts_with("# Collective test concluded") {
+        return Step::Taken;
+    }
+    if text.starts_with("# GPU memory usage") {
+        summary.memory_report = Some(lines::after_colon(text).to_string());
+    } else if let Some(e) = text.strip_prefix("# error: ") {
+        summary.last_error = e.to_string();
+        test.stage = Stage::Done;
+    } else if text.is_empty() {
+        test.stage = Stage::Done;
+    } else {
+        return Step::Over;
+    }
+    Step::Taken
+}
+
+/// The first 60 characters of a line, for messages.
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(60).collect();
+    if s.len() < text.len() {
+        s += "...";
+    }
+    s
+}

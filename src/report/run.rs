@@ -1,0 +1,283 @@
+//! One whole test (one `Collective test starting` … `concluded` block) as the `nccl-perf` tool
+//! sees it, whether it was read from a text log ([`super::parse`]) or from a `-J` JSON file
+//! ([`super::json::read`]): the report model plus what the text showed around it.
+//!
+//! [`Run::to_text`] prints it back with [`super::table`], [`Run::to_json`] writes upstream's
+//! schema with [`super::json::JsonReport`] (plus the `nccl_perf_log` object when the run came
+//! from a log).
+
+use std::fmt;
+
+use super::json::{Device, ExtraLine, JsonReport, LogJson};
+use super::{DeviceInfo, RowResult, RunInfo, Step, Summary, table};
+
+/// Where a run was read from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Source {
+    /// File name as given on the command line.
+    pub file: String,
+    /// First line of the test in the file (1-based; 0 for JSON).
+    pub first_line: usize,
+    /// Last line of the test in the file.
+    pub last_line: usize,
+}
+
+/// What a text log shows besides the model (kept so that the text prints back unchanged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextDetails {
+    /// The `# nccl-tests version ...` line, verbatim, without its newline.
+    pub version_line: Option<String>,
+    /// maxBytes after the memory clamp, when the log shows `# Reducing maxBytes to ...`.
+    pub memory_clamp: Option<u64>,
+    /// Whether the table header was printed.
+    pub table_header: bool,
+    /// Lines that belong to the test but to none of its parts: `(rows before it, text)`.
+    pub extra_lines: Vec<(usize, String)>,
+}
+
+impl Default for TextDetails {
+    fn default() -> TextDetails {
+        TextDetails {
+            version_line: None,
+            memory_clamp: None,
+            table_header: true,
+            extra_lines: Vec::new(),
+        }
+    }
+}
+
+/// One test: parameters, devices, rows and (unless it stopped early) its footer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Header parameters; `program` names the collective binary.
+    pub info: RunInfo,
+    /// Device lines: every GPU from a log, one per process from upstream's JSON.
+    pub devices: Vec<DeviceInfo>,
+    /// `ncclGetVersion` code (`nccl-library=`), 0 when unknown.
+    pub nccl_version: i32,
+    /// Command line (from JSON), or the equivalent one rebuilt from a log's header.
+    pub args: Vec<String>,
+    /// `NAME=value` environment of a JSON file (empty for logs).
+    pub env: Vec<String>,
+    /// JSON `start_time` (empty for logs).
+    pub start_time: String,
+    /// JSON `end_time` (empty for logs and unfinished runs).
+    pub end_time: String,
+    /// Table rows in printed order.
+    pub rows: Vec<RowResult>,
+    /// The footer; `None` when the test stopped before it (failure, truncated log).
+    pub summary: Option<Summary>,
+    /// Where the run comes from.
+    pub source: Source,
+    /// What the log showed besides the model.
+    pub text: TextDetails,
+}
+
+impl Run {
+    /// A short name for legends: the file's stem (`ar_sweep` for `logs/ar_sweep.out`), or the
+    /// program when there is no file name.
+    pub fn label(&self) -> String {
+        std::path::Path::new(&self.source.file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty() && s != "-")
+            .unwrap_or_else(|| self.info.program.clone())
+    }
+
+    /// The text the benchmark printed for this test, from the version line (when known) to the
+    /// footer's last line (or the failure lines of a test that stopped early).
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(v) = &self.text.version_line {
+            out += v;
+            out.push('\n');
+        }
+        out += &table::header(&self.info);
+        for d in &self.devices {
+            out += &table::device_line(d);
+        }
+        if let Some(max) = self.text.memory_clamp {
+            out += &table::memory_clamp_lines(max);
+        }
+        if self.text.table_header {
+            out += &table::table_header(&self.info);
+        }
+        for (i, r) in self.rows.iter().enumerate() {
+            out += &self.extra_lines_at(i);
+            out += &table::row(r, &self.info);
+        }
+        out += &self.extra_lines_at(self.rows.len());
+        if let Some(s) = &self.summary {
+            out += &table::footer(s, &self.info.program);
+        }
+        out
+    }
+
+    fn extra_lines_at(&self, rows: usize) -> String {
+        self.text
+            .extra_lines
+            .iter()
+            .filter(|(at, _)| *at == rows)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect()
+    }
+
+    /// Upstream's JSON document (schema 3, one line) for this run. A run read from a log also
+    /// gets the `nccl_perf_log` object that keeps what the schema cannot hold.
+    pub fn to_json(&self) -> String {
+        let mut report = JsonReport::new(
+            &self.info,
+            &self.devices,
+            self.nccl_version,
+            self.start_time.clone(),
+            self.args.clone(),
+            self.env.clone(),
+        );
+        for r in &self.rows {
+            report.add_row(r);
+        }
+        if !self.source.file.is_empty() && self.source.first_line > 0 {
+            report.set_log(self.log_json());
+        }
+        match &self.summary {
+            Some(s) => report.render(s, &self.end_time),
+            None => report.render_aborted(),
+        }
+    }
+
+    fn log_json(&self) -> LogJson {
+        LogJson {
+            source: self.source.file.clone(),
+            first_line: self.source.first_line,
+            last_line: self.source.last_line,
+            version_line: self.text.version_line.clone(),
+            devices: self.devices.iter().map(Device::from).collect(),
+            timestamps: self
+                .rows
+                .iter()
+                .filter_map(|r| r.timestamp.clone())
+                .collect(),
+            memory_clamp: self.text.memory_clamp,
+            memory_report: self.summary.as_ref().and_then(|s| s.memory_report.clone()),
+            table_header: self.text.table_header,
+            extra_lines: self
+                .text
+                .extra_lines
+                .iter()
+                .map(|(after_rows, text)| ExtraLine {
+                    after_rows: *after_rows,
+                    text: text.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A command line equivalent to a header's parameters (what a log shows of the command):
+/// program, `-t -g -b -e -f|-i -w -n -m -c -G -u`, then `-z -I -K -p -C -S` when set.
+pub fn equivalent_args(info: &RunInfo, memory_report: bool) -> Vec<String> {
+    let mut args = vec![info.program.clone()];
+    let mut push = |flag: &str, value: String| {
+        args.push(flag.to_string());
+        args.push(value);
+    };
+    push("-t", info.nthreads.to_string());
+    push("-g", info.ngpus.to_string());
+    push("-b", info.min_bytes.to_string());
+    push("-e", info.max_bytes.to_string());
+    match info.step {
+        Step::Factor(f) => push("-f", f.to_string()),
+        Step::Bytes(b) => push("-i", b.to_string()),
+    }
+    push("-w", info.warmup_iters.to_string());
+    push("-n", info.iters.to_string());
+    push("-m", info.agg_iters.to_string());
+    push("-c", info.check.to_string());
+    push("-G", info.graph.to_string());
+    push("-u", info.unalign.to_string());
+    let flags = [
+        ("-z", info.blocking, info.blocking != 0),
+        ("-I", 1, info.per_iter),
+        ("-K", info.per_iter_skip, info.per_iter_skip != 0),
+        ("-p", 1, info.parallel_init),
+        ("-C", 1, info.report_cputime),
+        ("-S", 1, info.report_timestamps),
+        ("-M", 1, memory_report),
+    ];
+    for (flag, value, set) in flags {
+        if set {
+            push(flag, value.to_string());
+        }
+    }
+    args
+}
+
+/// Why a log or JSON file could not be read: the file, the line when known, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// The file as named by the user.
+    pub file: String,
+    /// 1-based line number, when the problem is on one line.
+    pub line: Option<usize>,
+    /// What is wrong, in one sentence.
+    pub message: String,
+}
+
+impl ReadError {
+    /// An error at `line` of `file`.
+    pub fn at(file: &str, line: usize, message: impl Into<String>) -> ReadError {
+        ReadError {
+            file: file.to_string(),
+            line: Some(line),
+            message: message.into(),
+        }
+    }
+
+    /// An error about the whole of `file`.
+    pub fn whole(file: &str, message: impl Into<String>) -> ReadError {
+        ReadError {
+            file: file.to_string(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Reads every run of a file's contents: a JSON document (or several, one after the other) when
+/// the text starts with `{`, a text log otherwise.
+pub fn read_runs(
+    text: &str,
+    file: &str,
+    options: &super::parse::ParseOptions,
+) -> Result<Vec<Run>, ReadError> {
+    if text.trim_start().starts_with('{') {
+        super::json::read::read_documents(text, file)
+    } else {
+        super::parse::parse_log(text, file, options)
+    }
+}
+
+/// [`read_runs`] of a file on disk (`-` reads standard input). Bytes that are not UTF-8 are
+/// replaced, so a binary file is reported as "no nccl-tests output", not as an I/O error.
+pub fn read_file(path: &str, options: &super::parse::ParseOptions) -> Result<Vec<Run>, ReadError> {
+    let bytes = if path == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .map_err(|e| ReadError::whole(path, format!("cannot read standard input: {e}")))?;
+        buf
+    } else {
+        std::fs::read(path).map_err(|e| ReadError::whole(path, format!("cannot read: {e}")))?
+    };
+    read_runs(&String::from_utf8_lossy(&bytes), path, options)
+}

@@ -1,0 +1,355 @@
+//! The `nccl-perf` companion tool: turns text logs and `-J` JSON files of nccl-tests and of our
+//! benchmarks into JSON, tables (text, CSV, Markdown), plots and regression verdicts. It needs
+//! no GPU.
+//!
+//! Every input may be a text log or a JSON file (detected by its first character), and may hold
+//! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
+//! `--max-regression`, 2 invalid usage or an input that cannot be read.
+
+mod compare;
+mod plot;
+
+pub use compare::{CompareOptions, Outcome, compare};
+pub use plot::{PlotOptions, plot};
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+use crate::report::parse::ParseOptions;
+use crate::report::run::{Run, read_file};
+use crate::report::{HalfResult, csv, markdown};
+
+/// Exit code for a regression found by `compare`.
+pub const EXIT_REGRESSION: u8 = 1;
+/// Exit code for invalid usage or unreadable input.
+pub const EXIT_ERROR: u8 = 2;
+
+/// The quantity a plot or comparison looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Bus bandwidth, GB/s.
+    Busbw,
+    /// Algorithm bandwidth, GB/s.
+    Algbw,
+    /// Time per operation, µs.
+    Time,
+}
+
+impl Metric {
+    fn parse(s: &str) -> Metric {
+        match s {
+            "algbw" => Metric::Algbw,
+            "time" => Metric::Time,
+            _ => Metric::Busbw,
+        }
+    }
+
+    /// The value of this metric in one half-row.
+    pub fn of(self, h: &HalfResult) -> f64 {
+        match self {
+            Metric::Busbw => h.busbw,
+            Metric::Algbw => h.algbw,
+            Metric::Time => h.time_us,
+        }
+    }
+
+    /// The column name: `busbw`, `algbw`, `time`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Busbw => "busbw",
+            Metric::Algbw => "algbw",
+            Metric::Time => "time",
+        }
+    }
+
+    /// The unit: `GB/s` or `us`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Time => "us",
+            _ => "GB/s",
+        }
+    }
+
+    /// A y-axis label with unit.
+    pub fn axis(self) -> &'static str {
+        match self {
+            Metric::Busbw => "Bus bandwidth (GB/s)",
+            Metric::Algbw => "Algorithm bandwidth (GB/s)",
+            Metric::Time => "Time per operation (µs)",
+        }
+    }
+
+    /// A chart title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Busbw => "Bus bandwidth",
+            Metric::Algbw => "Algorithm bandwidth",
+            Metric::Time => "Time",
+        }
+    }
+
+    /// True for bandwidths, false for time.
+    pub fn higher_is_better(self) -> bool {
+        self != Metric::Time
+    }
+}
+
+/// Which halves of each row to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Half {
+    /// Out-of-place and in-place.
+    Both,
+    /// Out-of-place only.
+    Out,
+    /// In-place only.
+    In,
+}
+
+impl Half {
+    fn parse(s: &str) -> Half {
+        match s {
+            "out" => Half::Out,
+            "in" => Half::In,
+            _ => Half::Both,
+        }
+    }
+
+    /// Whether the in-place (`true`) or out-of-place (`false`) half is included.
+    pub fn includes(self, in_place: bool) -> bool {
+        match self {
+            Half::Both => true,
+            Half::Out => !in_place,
+            Half::In => in_place,
+        }
+    }
+}
+
+fn command() -> Command {
+    let files = |name: &'static str, help: &'static str| {
+        Arg::new(name)
+            .help(help)
+            .num_args(1..)
+            .required(true)
+            .action(ArgAction::Append)
+    };
+    let partial = Arg::new("partial")
+        .long("partial")
+        .action(ArgAction::SetTrue)
+        .help("Keep a test that a log cuts short (without footer) instead of failing");
+    let metric = Arg::new("metric")
+        .long("metric")
+        .value_parser(["busbw", "algbw", "time"])
+        .default_value("busbw")
+        .help("Quantity to use");
+    let half = Arg::new("half")
+        .long("half")
+        .value_parser(["both", "out", "in"])
+        .default_value("both")
+        .help("Out-of-place, in-place or both halves of each row");
+    Command::new("nccl-perf")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Tables, JSON, plots and regression checks from nccl-tests and nccl-perf results (no GPU needed)")
+        .after_help("Inputs are text logs (nccl-tests or our *_perf output, srun -l / mpirun --tag-output prefixes welcome) or -J JSON files. Exit codes: 0 ok, 1 regression (compare), 2 usage or input error.")
+        .subcommand_required(true)
+        .subcommand(
+            Command::new("parse")
+                .about("Text logs to JSON in the -J schema, one document per test and line")
+                .arg(files("LOG", "Text logs ('-' reads standard input)"))
+                .arg(Arg::new("output").short('o').long("output").help("Write to this file instead of standard output"))
+                .arg(partial.clone()),
+        )
+        .subcommand(
+            Command::new("report")
+                .about("Print results as the nccl-tests text table, CSV, Markdown or JSON")
+                .arg(files("FILE", "JSON files or text logs"))
+                .arg(
+                    Arg::new("format")
+                        .long("format")
+                        .value_parser(["text", "csv", "markdown", "json"])
+                        .default_value("text"),
+                )
+                .arg(partial.clone()),
+        )
+        .subcommand(
+            Command::new("plot")
+                .about("Plot bandwidth or time against message size (log2 axis), runs overlaid")
+                .arg(files("RUN", "JSON files or text logs, one colour each"))
+                .arg(Arg::new("output").short('o').long("output").required(true).help("Image to write: .svg or .png"))
+                .arg(metric.clone())
+                .arg(half.clone())
+                .arg(Arg::new("size").long("size").default_value("1000x600").help("Image size WIDTHxHEIGHT in pixels"))
+                .arg(Arg::new("log-y").long("log-y").action(ArgAction::SetTrue).help("Logarithmic y axis"))
+                .arg(Arg::new("title").long("title").help("Chart title"))
+                .arg(partial.clone()),
+        )
+        .subcommand(
+            Command::new("compare")
+                .about("Compare two results size by size; exit 1 when a size regresses beyond --max-regression")
+                .arg(Arg::new("BASE").required(true).help("Baseline: JSON file or text log"))
+                .arg(Arg::new("NEW").required(true).help("Result to check: JSON file or text log"))
+                .arg(metric)
+                .arg(half)
+                .arg(
+                    Arg::new("max-regression")
+                        .long("max-regression")
+                        .value_name("PCT")
+                        .value_parser(clap::value_parser!(f64))
+                        .help("Fail when a size is worse than the base by more than PCT percent"),
+                )
+                .arg(
+                    Arg::new("min-size")
+                        .long("min-size")
+                        .value_name("BYTES")
+                        .default_value("0")
+                        .help("Sizes below this (K/M/G suffixes) never fail the check"),
+                )
+                .arg(partial),
+        )
+}
+
+/// The whole `nccl-perf` program.
+pub fn main() -> ExitCode {
+    let matches = match command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 });
+        }
+    };
+    match run(&matches) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("nccl-perf: {message}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn run(matches: &ArgMatches) -> Result<u8, String> {
+    let (name, m) = matches.subcommand().ok_or("a subcommand is required")?;
+    let options = ParseOptions {
+        allow_partial: m.get_flag("partial"),
+    };
+    let strings = |id: &str| -> Vec<String> {
+        m.get_many::<String>(id)
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default()
+    };
+    let load = |paths: &[String]| -> Result<Vec<Run>, String> {
+        let mut runs = Vec::new();
+        for p in paths {
+            runs.extend(read_file(p, &options).map_err(|e| e.to_string())?);
+        }
+        Ok(runs)
+    };
+    match name {
+        "parse" => {
+            let runs = load(&strings("LOG"))?;
+            let text: String = runs.iter().map(|r| r.to_json() + "\n").collect();
+            emit(m.get_one::<String>("output"), &text)?;
+            Ok(0)
+        }
+        "report" => {
+            let runs = load(&strings("FILE"))?;
+            let format = m.get_one::<String>("format").map_or("text", String::as_str);
+            emit(None, &report(&runs, format))?;
+            Ok(0)
+        }
+        "plot" => {
+            let runs = load(&strings("RUN"))?;
+            let size = m
+                .get_one::<String>("size")
+                .map_or("1000x600", String::as_str);
+            let options = PlotOptions {
+                output: m.get_one::<String>("output").cloned().unwrap_or_default(),
+                metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
+                half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
+                size: image_size(size)?,
+                log_y: m.get_flag("log-y"),
+                title: m.get_one::<String>("title").cloned(),
+            };
+            for note in plot(&runs, &options)? {
+                eprintln!("nccl-perf: note: {note}");
+            }
+            eprintln!("nccl-perf: wrote {}", options.output);
+            Ok(0)
+        }
+        "compare" => {
+            let base_name = m.get_one::<String>("BASE").cloned().unwrap_or_default();
+            let new_name = m.get_one::<String>("NEW").cloned().unwrap_or_default();
+            let base = load(std::slice::from_ref(&base_name))?;
+            let new = load(std::slice::from_ref(&new_name))?;
+            let min_size = m.get_one::<String>("min-size").map_or("0", String::as_str);
+            let options = CompareOptions {
+                metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
+                half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
+                max_regression: m.get_one::<f64>("max-regression").copied(),
+                min_size: crate::options::parse_size(min_size)
+                    .map_err(|e| format!("--min-size {min_size}: {e}"))?,
+            };
+            let outcome = compare(&base, &new, (&base_name, &new_name), &options)?;
+            emit(None, &outcome.text)?;
+            Ok(if outcome.regressed > 0 {
+                EXIT_REGRESSION
+            } else {
+                0
+            })
+        }
+        other => Err(format!("unknown subcommand {other}")),
+    }
+}
+
+/// `runs` in one of `report`'s formats.
+pub fn report(runs: &[Run], format: &str) -> String {
+    match format {
+        "csv" => {
+            let columns = runs
+                .iter()
+                .map(|r| csv::Columns::of(&r.info))
+                .fold(csv::Columns::default(), csv::Columns::union);
+            let mut out = csv::header(columns);
+            for run in runs {
+                for row in &run.rows {
+                    out += &csv::record(&run.info.program, row, columns);
+                }
+            }
+            out
+        }
+        "markdown" => runs
+            .iter()
+            .map(markdown::render)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        "json" => runs.iter().map(|r| r.to_json() + "\n").collect(),
+        _ => runs.iter().map(Run::to_text).collect(),
+    }
+}
+
+/// `WIDTHxHEIGHT` in pixels, each from 200 to 10000.
+fn image_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--size {s}: expected WIDTHxHEIGHT, e.g. 1000x600 (200 to 10000 each)");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(200..=10_000).contains(&w) || !(200..=10_000).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+/// Writes `text` to the file, or to standard output (a closed pipe is not an error).
+fn emit(path: Option<&String>, text: &str) -> Result<(), String> {
+    match path {
+        Some(p) => std::fs::write(p, text).map_err(|e| format!("{p}: {e}")),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(format!("standard output: {e}"))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+}

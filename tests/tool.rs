@@ -1,0 +1,469 @@
+//! The `nccl-perf` tool against the nccl-tests v2.19.6 reference outputs: every file parses and
+//! prints back byte for byte (through the JSON document), `report` of the upstream JSON file
+//! matches its log token for token, and the binary's subcommands keep their exit codes and
+//! write real images.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use nccl_perf::report::json::read::read_documents;
+use nccl_perf::report::parse::{ParseOptions, parse_log};
+use nccl_perf::report::run::Run;
+
+fn reference(name: &str) -> PathBuf {
+    common::reference_dir().join(name)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs the tool; stdout, stderr and exit code.
+fn tool(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh scratch folder for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-tool-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// Lines that no test owns: the recorder's, and messages printed before a test starts.
+fn outside_any_test(line: &str) -> bool {
+    line.starts_with("### ")
+        || line.starts_with("# time -v:")
+        || line.starts_with("# Writing JSON output to ")
+        || line.starts_with("invalid type ")
+}
+
+#[test]
+fn every_reference_file_round_trips_through_json() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(common::reference_dir())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    let (mut tests, mut rows) = (0, 0);
+    for path in &files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = read(path);
+        if name.ends_with(".json") {
+            let runs = read_documents(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            let again = read_documents(&runs[0].to_json(), &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(again, runs, "{name}: JSON → model → JSON → model");
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let runs = match parse_log(&text, &name, &ParseOptions::default()) {
+            Ok(runs) => runs,
+            Err(e) => {
+                // Only the usage text and an argument error have no test in them.
+                assert!(
+                    ["ar_help.out", "ar_bad_be.out"].contains(&name.as_str()),
+                    "{e}"
+                );
+                assert!(e.message.starts_with("no nccl-tests output found"), "{e}");
+                continue;
+            }
+        };
+        let mut covered = vec![false; lines.len()];
+        for run in &runs {
+            let back = read_documents(&run.to_json(), &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back.len(), 1);
+            let printed = back[0].to_text();
+            let first = run.source.first_line - 1;
+            let got: Vec<&str> = printed.lines().collect();
+            let want = &lines[first..(first + got.len()).min(lines.len())];
+            assert_eq!(got, want, "{name}: test at line {}", first + 1);
+            covered[first..first + got.len()].fill(true);
+            tests += 1;
+            rows += run.rows.len();
+        }
+        for (i, line) in lines.iter().enumerate() {
+            assert!(
+                covered[i] || outside_any_test(line),
+                "{name}:{}: line not printed back: {line:?}",
+                i + 1
+            );
+        }
+    }
+    assert!(tests >= 26 && rows >= 300, "{tests} tests, {rows} rows");
+}
+
+#[test]
+fn report_of_upstream_json_matches_its_log_token_for_token() {
+    let out = tool(&["report", &reference("ar_json.json").to_string_lossy()]);
+    assert!(out.status.success());
+    let ours = stdout(&out);
+    let log = read(&reference("ar_json.out"));
+    let is_row = |l: &&str| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|t| t.parse::<u64>().is_ok())
+    };
+    let ours_rows: Vec<Vec<&str>> = ours
+        .lines()
+        .filter(is_row)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let log_rows: Vec<Vec<&str>> = log
+        .lines()
+        .filter(is_row)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(ours_rows.len(), 6);
+    assert_eq!(ours_rows, log_rows);
+    // The table lines themselves are byte-identical too.
+    let table = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip_while(|l| !l.contains("out-of-place"))
+            .take_while(|l| !l.starts_with("# Collective test concluded"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(table(&ours), table(&log));
+}
+
+#[test]
+fn parse_then_report_on_the_command_line() {
+    let dir = scratch("parse");
+    let json = dir.join("ar_perit.json");
+    let log = reference("ar_perit.out");
+    let out = tool(&[
+        "parse",
+        &log.to_string_lossy(),
+        "-o",
+        &json.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read(&json);
+    assert!(doc.starts_with("{\"version\":3,"), "{doc}");
+    assert!(doc.contains("\"nccl_perf_log\":{"), "{doc}");
+    let printed = stdout(&tool(&["report", &json.to_string_lossy()]));
+    let want: String = read(&log)
+        .lines()
+        .filter(|l| !outside_any_test(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(printed, want);
+}
+
+#[test]
+fn report_formats() {
+    let log = reference("sendrecv_small.out");
+    let log = log.to_string_lossy();
+    let csv = stdout(&tool(&["report", "--format", "csv", &log]));
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(header.starts_with("collective,size,count,type,redop,root,out_of_place_time_us,"));
+    let first = lines.next().unwrap_or_default();
+    assert_eq!(
+        first,
+        "sendrecv_perf,8,2,float,sum,-1,10.15,0,0,0,2.32,0,0,"
+    );
+    assert_eq!(csv.lines().count(), 1 + 25);
+
+    let md = stdout(&tool(&["report", "--format", "markdown", &log]));
+    assert!(md.starts_with("### sendrecv_perf ("), "{md}");
+    assert!(
+        md.contains(
+            "| 8 | 2 | float | sum | -1 | 10.15 | 0.00 | 0.00 | 0 | 2.32 | 0.00 | 0.00 | N/A |"
+        ),
+        "{md}"
+    );
+
+    let json = stdout(&tool(&["report", "--format", "json", &log]));
+    let runs = read_documents(&json, "stdin").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].rows.len(), 25);
+}
+
+#[test]
+fn several_files_and_tests_in_one_call() {
+    let a = reference("ar_sweep.out");
+    let b = reference("ag_seed.out");
+    let out = tool(&["parse", &a.to_string_lossy(), &b.to_string_lossy()]);
+    let runs = read_documents(&stdout(&out), "stdout").unwrap_or_else(|e| panic!("{e}"));
+    let programs: Vec<&str> = runs.iter().map(|r: &Run| r.info.program.as_str()).collect();
+    assert_eq!(programs, ["all_reduce_perf", "all_gather_perf"]);
+}
+
+#[test]
+fn unreadable_input_exits_2_with_file_and_line() {
+    let dir = scratch("errors");
+    let garbage = dir.join("garbage.log");
+    std::fs::write(&garbage, "not a log\n\u{0}\u{1}binary\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = tool(&["parse", &garbage.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("garbage.log: no nccl-tests output found"),
+        "{err}"
+    );
+
+    let cut = dir.join("cut.log");
+    let text: String = read(&reference("ar_sweep.out"))
+        .lines()
+        .take(20)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&cut, text).unwrap_or_else(|e| panic!("{e}"));
+    let out = tool(&["report", &cut.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cut.log:20: the log ends inside the test all_reduce_perf"),
+        "{err}"
+    );
+    let out = tool(&["report", "--partial", &cut.to_string_lossy()]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out).lines().filter(|l| !l.starts_with('#')).count(),
+        9
+    );
+
+    let bad_json = dir.join("bad.json");
+    std::fs::write(&bad_json, "{\"version\":3,\n\"config\":{}}").unwrap_or_else(|e| panic!("{e}"));
+    let out = tool(&["report", &bad_json.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.json:2: not a nccl-tests JSON document")
+    );
+
+    assert_eq!(
+        tool(&["report", "/nonexistent/x.json"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(tool(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn compare_exit_codes() {
+    let base = reference("ar_sweep.out");
+    let base = base.to_string_lossy();
+    // The same run: every ratio is 1, no regression.
+    let out = tool(&[
+        "compare",
+        &base,
+        &base,
+        "--metric",
+        "algbw",
+        "--max-regression",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.contains("# 31 sizes in both runs; new/base algbw: geometric mean 1.000"),
+        "{text}"
+    );
+    assert!(text.contains("# verdict: OK"), "{text}");
+
+    // A second run of the same command is slower at several sizes.
+    let run2 = reference("ar_sweep_run2.out");
+    let run2 = run2.to_string_lossy();
+    let args = [
+        "compare", &base, &run2, "--metric", "algbw", "--half", "out",
+    ];
+    let out = tool(&[&args[..], &["--max-regression", "10"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("# regression: 1048576 B float out-of-place: 208.68 -> 134.62 GB/s (-35.5%)"),
+        "{text}"
+    );
+    assert!(text.contains("# verdict: FAILED"), "{text}");
+    // Without a threshold it only reports; a loose threshold above the noisy sizes (0.01 -> 0
+    // at 32 B) or a higher size floor passes.
+    assert_eq!(tool(&args).status.code(), Some(0));
+    assert_eq!(
+        tool(&[&args[..], &["--max-regression", "50", "--min-size", "1K"]].concat())
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        tool(&[&args[..], &["--max-regression", "10", "--min-size", "16M"]].concat())
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // busbw of one rank is 0: nothing to gate on, said plainly.
+    let out = tool(&["compare", &base, &run2, "--max-regression", "5"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("no ratio: the base busbw is 0 or missing everywhere"));
+
+    // JSON against text, and runs with nothing in common.
+    let json = reference("ar_json.json");
+    let out = tool(&[
+        "compare",
+        &json.to_string_lossy(),
+        &reference("ar_json.out").to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let other = reference("ag_dtypes.out");
+    let out = tool(&["compare", &base, &other.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn plots_are_written_as_svg_and_png() {
+    let dir = scratch("plot");
+    let runs = [reference("ar_sweep.out"), reference("ar_sweep_run2.out")];
+    let runs: Vec<String> = runs
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let svg = dir.join("sweep.svg");
+    let out = tool(&[
+        "plot",
+        &runs[0],
+        &runs[1],
+        "--metric",
+        "algbw",
+        "-o",
+        &svg.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = read(&svg);
+    assert!(text.starts_with("<svg ") && text.trim_end().ends_with("</svg>"));
+    assert_eq!(text.matches("<svg").count(), 1);
+    for label in [
+        "Message size (bytes, log2 scale)",
+        "Algorithm bandwidth (GB/s)",
+        "ar_sweep out-of-place",
+        "ar_sweep_run2 in-place",
+        "1 MiB",
+    ] {
+        assert!(text.contains(label), "{label} missing from the SVG");
+    }
+
+    let png = dir.join("sweep.png");
+    let out = tool(&[
+        "plot",
+        &runs[0],
+        &runs[1],
+        "--log-y",
+        "--metric",
+        "algbw",
+        "-o",
+        &png.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{e}"));
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
+
+    // busbw of one rank is 0 everywhere: drawn, with a note that says why.
+    let out = tool(&[
+        "plot",
+        &runs[0],
+        "-o",
+        &dir.join("busbw.svg").to_string_lossy(),
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("every busbw is 0"));
+
+    let out = tool(&["plot", &runs[0], "-o", &dir.join("x.gif").to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn compare_with_nccl_tests_script_runs_both_and_compares() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/compare-with-nccl-tests.sh");
+    let syntax = Command::new("bash").arg("-n").arg(&script).status();
+    assert!(
+        syntax.is_ok_and(|s| s.success()),
+        "bash -n {}",
+        script.display()
+    );
+
+    // Stand-ins: "nccl-tests" prints the reference sweep, "ours" its second run.
+    let dir = scratch("script");
+    let fake = |path: &Path, log: &str| {
+        let body = format!(
+            "#!/bin/sh\necho \"args: $*\"\ncat '{}'\n",
+            reference(log).display()
+        );
+        std::fs::create_dir_all(path.parent().unwrap_or(Path::new("/")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(path, body).unwrap_or_else(|e| panic!("{e}"));
+        let status = Command::new("chmod").arg("+x").arg(path).status();
+        assert!(status.is_ok_and(|s| s.success()));
+    };
+    fake(
+        &dir.join("nccl-tests/build/all_reduce_perf"),
+        "ar_sweep.out",
+    );
+    fake(&dir.join("ours/all_reduce_perf"), "ar_sweep_run2.out");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nccl-perf"), dir.join("ours/nccl-perf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run = |compare: &[&str]| {
+        let mut args = vec![
+            script.to_string_lossy().into_owned(),
+            "--bin".into(),
+            dir.join("ours").to_string_lossy().into_owned(),
+            "--out".into(),
+            dir.join("logs").to_string_lossy().into_owned(),
+            dir.join("nccl-tests").to_string_lossy().into_owned(),
+            "-b".into(),
+            "8".into(),
+            "-e".into(),
+            "8G".into(),
+        ];
+        args.extend(compare.iter().map(|s| s.to_string()));
+        Command::new("bash")
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = run(&[
+        "--",
+        "--metric",
+        "algbw",
+        "--half",
+        "out",
+        "--max-regression",
+        "10",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("# verdict: FAILED"));
+    let theirs = read(&dir.join("logs/nccl-tests.log"));
+    assert!(theirs.starts_with("args: -b 8 -e 8G\n"), "{theirs}");
+    assert_eq!(run(&[]).status.code(), Some(0));
+}
