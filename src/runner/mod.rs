@@ -11,7 +11,7 @@ pub use setup::{BufferSizes, Discovered, Gpu};
 pub use sync::ThreadGroup;
 
 use crate::bootstrap::{Bootstrap, Reduce, SingleProcess};
-use crate::collective::{Collective, OpColumn};
+use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::{driver, kernels, nccl::Nccl};
 use crate::options::{Options, Roots};
@@ -80,13 +80,15 @@ fn plan(
     lo: u64,
     hi: u64,
 ) -> Result<Plan> {
+    coll.check_shape(nranks, lo, hi)?;
     let mut types = o.types.clone();
     if o.all_types && min_cc < (9, 0) {
         types.retain(|t| !t.is_fp8());
     }
-    let ops = match coll.op_column() {
-        OpColumn::Reduction => o.ops.clone(),
-        OpColumn::NoneLabel => vec![RedOp::Sum],
+    let ops = if coll.op_column().loops() {
+        o.ops.clone()
+    } else {
+        vec![RedOp::Sum]
     };
     let roots = if !coll.rooted() {
         vec![0]
@@ -403,10 +405,7 @@ fn thread_main(
 
 /// The op column of a row.
 fn label(coll: &dyn Collective, op: RedOp) -> &'static str {
-    match coll.op_column() {
-        OpColumn::Reduction => op.name(),
-        OpColumn::NoneLabel => "none",
-    }
+    coll.op_column().label(op)
 }
 
 #[cfg(test)]

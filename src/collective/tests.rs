@@ -1,0 +1,94 @@
+//! Tests across the collectives: the host replay (`sim`) of every collective for 1, 2, 3, 4
+//! and 8 ranks, every root, both halves, several datatypes, ops and sizes: what NCCL delivers
+//! into each receive buffer must equal the expected fills bit for bit (within the runner's
+//! tolerance for float `avg`).
+
+use super::sim::{Case, simulate};
+use super::*;
+use crate::types::DataType;
+
+#[test]
+fn round16() {
+    assert_eq!(round16_per_rank(250, 3, 4), 80);
+    assert_eq!(round16_per_rank(100, 1, 4), 100);
+    assert_eq!(round16_per_rank(31, 1, 1), 16);
+    assert_eq!(round16_per_rank(7, 2, 8), 2);
+    assert_eq!(round16_per_rank(2, 8, 4), 0);
+    assert_eq!(round16_per_rank(17, 1, 2), 16);
+}
+
+/// Replays every combination and asserts that the reported halves match exactly.
+fn replay(
+    coll: &dyn Collective,
+    ranks: &[usize],
+    types: &[DataType],
+    sizes: &[usize],
+    natives: &[Natives],
+) -> usize {
+    let ops: &[RedOp] = if coll.op_column().loops() {
+        &RedOp::ALL
+    } else {
+        &[RedOp::Sum]
+    };
+    let mut cases = 0;
+    for &n in ranks {
+        let roots = if coll.rooted() { n } else { 1 };
+        for &dt in types {
+            for &op in ops {
+                for root in 0..roots {
+                    for &bytes in sizes {
+                        for in_place in [false, true] {
+                            for &native in natives {
+                                cases += 1;
+                                let case = Case {
+                                    dt,
+                                    op,
+                                    nranks: n,
+                                    root,
+                                    bytes,
+                                    in_place,
+                                    native,
+                                    seed: 1 + 7 * cases as u64,
+                                };
+                                let out = simulate(coll, &case)
+                                    .unwrap_or_else(|e| panic!("{} {case:?}: {e}", coll.name()));
+                                if !in_place || coll.reports_in_place_errors() {
+                                    assert_eq!(
+                                        out.total(),
+                                        0,
+                                        "{} {case:?}: {:?}",
+                                        coll.name(),
+                                        out.first
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
+const RANKS: [usize; 5] = [1, 2, 3, 4, 8];
+/// Sizes in bytes: zero-element shares on 8 ranks, non-divisible counts, a few KiB.
+const SIZES: [usize; 4] = [8, 200, 1000, 3016];
+const COPY_TYPES: [DataType; 5] = [
+    DataType::Int8,
+    DataType::Half,
+    DataType::Float,
+    DataType::Double,
+    DataType::F8e5m2,
+];
+const ONE: [Natives; 1] = [Natives::NONE];
+
+#[test]
+fn replay_all_reduce() {
+    assert!(replay(&AllReduce, &RANKS, &DataType::ALL, &SIZES[..3], &ONE) > 0);
+}
+
+#[test]
+fn replay_all_gather() {
+    assert!(replay(&AllGather, &RANKS, &COPY_TYPES, &SIZES, &ONE) > 0);
+}
