@@ -8,6 +8,9 @@
 
 mod all_gather;
 mod all_reduce;
+mod broadcast;
+mod reduce;
+mod reduce_scatter;
 #[cfg(test)]
 mod sim;
 pub mod step;
@@ -16,6 +19,9 @@ mod tests;
 
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
+pub use broadcast::Broadcast;
+pub use reduce::Reduce;
+pub use reduce_scatter::ReduceScatter;
 pub use step::{Base, Geometry, Natives, Step};
 
 use crate::error::Result;

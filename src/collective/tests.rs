@@ -92,3 +92,18 @@ fn replay_all_reduce() {
 fn replay_all_gather() {
     assert!(replay(&AllGather, &RANKS, &COPY_TYPES, &SIZES, &ONE) > 0);
 }
+
+#[test]
+fn replay_broadcast() {
+    assert!(replay(&Broadcast, &RANKS, &COPY_TYPES, &SIZES, &ONE) > 0);
+}
+
+#[test]
+fn replay_reduce() {
+    assert!(replay(&Reduce, &RANKS, &DataType::ALL, &[24, 1000], &ONE) > 0);
+}
+
+#[test]
+fn replay_reduce_scatter() {
+    assert!(replay(&ReduceScatter, &RANKS, &DataType::ALL, &SIZES[..3], &ONE) > 0);
+}
