@@ -8,9 +8,12 @@
 
 mod all_gather;
 mod all_reduce;
+mod alltoall;
 mod broadcast;
+mod gather;
 mod reduce;
 mod reduce_scatter;
+mod scatter;
 #[cfg(test)]
 mod sim;
 pub mod step;
@@ -19,9 +22,12 @@ mod tests;
 
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
+pub use alltoall::AllToAll;
 pub use broadcast::Broadcast;
+pub use gather::Gather;
 pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
+pub use scatter::Scatter;
 pub use step::{Base, Geometry, Natives, Step};
 
 use crate::error::Result;

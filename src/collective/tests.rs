@@ -82,6 +82,7 @@ const COPY_TYPES: [DataType; 5] = [
     DataType::F8e5m2,
 ];
 const ONE: [Natives; 1] = [Natives::NONE];
+const BOTH: [Natives; 2] = [Natives::NONE, Natives::ALL];
 
 #[test]
 fn replay_all_reduce() {
@@ -106,4 +107,19 @@ fn replay_reduce() {
 #[test]
 fn replay_reduce_scatter() {
     assert!(replay(&ReduceScatter, &RANKS, &DataType::ALL, &SIZES[..3], &ONE) > 0);
+}
+
+#[test]
+fn replay_alltoall_native_and_grouped() {
+    assert!(replay(&AllToAll, &RANKS, &COPY_TYPES, &SIZES, &BOTH) > 0);
+}
+
+#[test]
+fn replay_gather_native_and_grouped() {
+    assert!(replay(&Gather, &RANKS, &COPY_TYPES, &SIZES, &BOTH) > 0);
+}
+
+#[test]
+fn replay_scatter_native_and_grouped() {
+    assert!(replay(&Scatter, &RANKS, &COPY_TYPES, &SIZES, &BOTH) > 0);
 }
