@@ -11,9 +11,11 @@ mod all_reduce;
 mod alltoall;
 mod broadcast;
 mod gather;
+mod hypercube;
 mod reduce;
 mod reduce_scatter;
 mod scatter;
+mod sendrecv;
 #[cfg(test)]
 mod sim;
 pub mod step;
@@ -25,9 +27,11 @@ pub use all_reduce::AllReduce;
 pub use alltoall::AllToAll;
 pub use broadcast::Broadcast;
 pub use gather::Gather;
+pub use hypercube::Hypercube;
 pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
+pub use sendrecv::SendRecv;
 pub use step::{Base, Geometry, Natives, Step};
 
 use crate::error::Result;

@@ -123,3 +123,13 @@ fn replay_gather_native_and_grouped() {
 fn replay_scatter_native_and_grouped() {
     assert!(replay(&Scatter, &RANKS, &COPY_TYPES, &SIZES, &BOTH) > 0);
 }
+
+#[test]
+fn replay_sendrecv() {
+    assert!(replay(&SendRecv, &RANKS, &COPY_TYPES[..3], &SIZES, &ONE) > 0);
+}
+
+#[test]
+fn replay_hypercube() {
+    assert!(replay(&Hypercube, &[1, 2, 4, 8], &COPY_TYPES, &SIZES, &ONE) > 0);
+}
