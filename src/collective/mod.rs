@@ -9,6 +9,7 @@
 mod all_gather;
 mod all_reduce;
 mod alltoall;
+mod alltoallv;
 mod broadcast;
 mod gather;
 mod hypercube;
@@ -25,6 +26,7 @@ mod tests;
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
 pub use alltoall::AllToAll;
+pub use alltoallv::AllToAllV;
 pub use broadcast::Broadcast;
 pub use gather::Gather;
 pub use hypercube::Hypercube;

@@ -133,3 +133,46 @@ fn replay_sendrecv() {
 fn replay_hypercube() {
     assert!(replay(&Hypercube, &[1, 2, 4, 8], &COPY_TYPES, &SIZES, &ONE) > 0);
 }
+
+#[test]
+fn replay_alltoallv_generated() {
+    for spread in [1.0, 0.5, 0.0, 0.3] {
+        let a = AllToAllV::generated(spread);
+        assert!(replay(&a, &RANKS, &COPY_TYPES[..3], &SIZES, &ONE) > 0);
+    }
+}
+
+/// An 8×8 matrix with empty pairs, a silent rank (row 5) and a rank that receives nothing
+/// (column 6), values not multiples of 16.
+fn matrix_text() -> String {
+    (0..8)
+        .map(|i| {
+            (0..8)
+                .map(|j| match (i, j) {
+                    (5, _) | (_, 6) => 0,
+                    _ if (i + 2 * j) % 5 == 0 => 0,
+                    _ => 17 + 40 * ((3 * i + j) % 7),
+                })
+                .map(|v: usize| v.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn replay_alltoallv_matrix() {
+    for scale in [1.0, 0.37, 3.0] {
+        let a = AllToAllV::from_matrix_text("m", &matrix_text(), scale).unwrap();
+        for n in RANKS {
+            // -b = -e = the largest total (and a little more), as check_shape requires.
+            let c = a.counts(0, n, 1);
+            let need = c.send.max(c.recv);
+            for bytes in [need, need + 48] {
+                a.check_shape(n, bytes as u64, bytes as u64).unwrap();
+                assert!(replay(&a, &[n], &COPY_TYPES, &[bytes], &ONE) > 0);
+            }
+        }
+    }
+}
