@@ -8,6 +8,15 @@ use std::time::{Duration, Instant};
 const BINARIES: &[&str] = &[
     env!("CARGO_BIN_EXE_all_reduce_perf"),
     env!("CARGO_BIN_EXE_all_gather_perf"),
+    env!("CARGO_BIN_EXE_broadcast_perf"),
+    env!("CARGO_BIN_EXE_reduce_scatter_perf"),
+    env!("CARGO_BIN_EXE_reduce_perf"),
+    env!("CARGO_BIN_EXE_alltoall_perf"),
+    env!("CARGO_BIN_EXE_alltoallv_perf"),
+    env!("CARGO_BIN_EXE_scatter_perf"),
+    env!("CARGO_BIN_EXE_gather_perf"),
+    env!("CARGO_BIN_EXE_sendrecv_perf"),
+    env!("CARGO_BIN_EXE_hypercube_perf"),
 ];
 
 const ALLTOALLV: &str = env!("CARGO_BIN_EXE_alltoallv_perf");
