@@ -1,8 +1,9 @@
 //! nccl-perf: a native reimplementation of NVIDIA's nccl-tests `*_perf` benchmarks.
 //!
-//! Each binary is `nccl_perf::main_for(&Collective)`: parse the nccl-tests command line, run the
-//! sweep on the GPUs, print the nccl-tests table, exit with nccl-tests' exit codes. The
-//! `nccl-perf` binary is [`tool::main`]: logs and JSON files to tables, plots and verdicts.
+//! Each binary is `nccl_perf::main_for(&Collective)` (or [`main_with`] for a collective configured
+//! at start): parse the nccl-tests command line, run the sweep on the GPUs, print the nccl-tests
+//! table, exit with nccl-tests' exit codes. The `nccl-perf` binary is [`tool::main`]: logs and
+//! JSON files to tables, plots and verdicts.
 
 pub mod bootstrap;
 pub mod cli;
@@ -69,8 +70,15 @@ fn install_panic_hook(program: String) {
     }));
 }
 
-/// The whole program of one `*_perf` binary.
-pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
+/// The command line of a run, parsed and validated; or the exit code of one that ends here
+/// (`-h`, argument errors).
+struct Startup {
+    program: String,
+    options: options::Options,
+    args: Vec<String>,
+}
+
+fn startup() -> Result<Startup, ExitCode> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let program = program_name(
         &argv
@@ -83,46 +91,83 @@ pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
         Ok(r) => r,
         Err(msg) => {
             eprintln!("{program}: {msg}");
-            return ExitCode::from(code::ARGS);
+            return Err(ExitCode::from(code::ARGS));
         }
     };
     let parsed = match options::from_args(&raw) {
         Ok(p) => p,
         Err(OptionsError::Help) => {
             print!("{}", cli::usage(&program));
-            return ExitCode::from(code::OK);
+            return Err(ExitCode::from(code::OK));
         }
         Err(OptionsError::Invalid(msg)) => {
             eprintln!("{msg}");
-            return ExitCode::from(code::ARGS);
+            return Err(ExitCode::from(code::ARGS));
         }
         Err(OptionsError::Unsupported(msg)) => {
             eprintln!("{program}: {msg}");
-            return ExitCode::from(code::NOT_IMPLEMENTED);
+            return Err(ExitCode::from(code::NOT_IMPLEMENTED));
         }
     };
     for w in &parsed.warnings {
         eprintln!("{program}: {w}");
     }
-    let args: Vec<String> = argv
+    let args = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    match runner::run(&parsed.options, coll, &program, args) {
-        Ok(c) => {
-            if c != code::OK {
-                let host = host::short_hostname();
-                println!(
-                    " .. {host} pid {}: Test failure {}:{}",
-                    std::process::id(),
-                    file!(),
-                    line!()
-                );
+    Ok(Startup {
+        program,
+        options: parsed.options,
+        args,
+    })
+}
+
+impl Startup {
+    fn run(self, coll: &dyn collective::Collective) -> ExitCode {
+        match runner::run(&self.options, coll, &self.program, self.args) {
+            Ok(c) => {
+                if c != code::OK {
+                    let host = host::short_hostname();
+                    println!(
+                        " .. {host} pid {}: Test failure {}:{}",
+                        std::process::id(),
+                        file!(),
+                        line!()
+                    );
+                }
+                ExitCode::from(c)
             }
-            ExitCode::from(c)
+            Err(e) => {
+                report_error(&e);
+                ExitCode::from(e.exit_code())
+            }
         }
+    }
+}
+
+/// The whole program of one `*_perf` binary.
+pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
+    match startup() {
+        Ok(s) => s.run(coll),
+        Err(code) => code,
+    }
+}
+
+/// The whole program of a `*_perf` binary whose collective is configured at start (alltoallv's
+/// environment): `make` runs once after the command line is validated; its error is one line on
+/// stderr and its exit code (before any GPU work).
+pub fn main_with<C: collective::Collective>(
+    make: impl FnOnce(&options::Options) -> error::Result<C>,
+) -> ExitCode {
+    let s = match startup() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match make(&s.options) {
+        Ok(coll) => s.run(&coll),
         Err(e) => {
-            report_error(&e);
+            eprintln!("{}: {e}", s.program);
             ExitCode::from(e.exit_code())
         }
     }

@@ -8,13 +8,33 @@ use std::time::{Duration, Instant};
 const BINARIES: &[&str] = &[
     env!("CARGO_BIN_EXE_all_reduce_perf"),
     env!("CARGO_BIN_EXE_all_gather_perf"),
+    env!("CARGO_BIN_EXE_broadcast_perf"),
+    env!("CARGO_BIN_EXE_reduce_scatter_perf"),
+    env!("CARGO_BIN_EXE_reduce_perf"),
+    env!("CARGO_BIN_EXE_alltoall_perf"),
+    env!("CARGO_BIN_EXE_alltoallv_perf"),
+    env!("CARGO_BIN_EXE_scatter_perf"),
+    env!("CARGO_BIN_EXE_gather_perf"),
+    env!("CARGO_BIN_EXE_sendrecv_perf"),
+    env!("CARGO_BIN_EXE_hypercube_perf"),
 ];
 
+const ALLTOALLV: &str = env!("CARGO_BIN_EXE_alltoallv_perf");
+
 fn run(bin: &str, args: &[&str]) -> Output {
+    run_env(bin, args, &[])
+}
+
+fn run_env(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let start = Instant::now();
     let out = Command::new(bin)
         .args(args)
         .env("RUST_BACKTRACE", "1")
+        .env_remove("NCCL_TESTS_ALLTOALLV_MATRIX_FILE")
+        .env_remove("NCCL_TESTS_ALLTOALLV_SPREAD")
+        .env_remove("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE")
+        .env_remove("NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY")
+        .envs(env.iter().copied())
         .output()
         .expect("binary runs");
     assert!(
@@ -167,4 +187,96 @@ fn non_utf8_argument_is_a_clean_error() {
     no_panic(&o);
     assert_eq!(o.status.code(), Some(255));
     assert_eq!(text(&o.stderr).lines().count(), 1);
+}
+
+/// alltoallv's environment is read once at start, after the command line: a malformed value or
+/// matrix file is one line on stderr and exit code 1 (upstream's internal error), before any
+/// GPU work; `-h` still works.
+#[test]
+fn alltoallv_environment_errors_are_one_line_exit_1() {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let good = write("good.txt", "0 32\n32 0\n");
+    // (environment, arguments, text the error line contains)
+    type Case<'a> = (Vec<(&'a str, String)>, &'a [&'a str], &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            vec![("NCCL_TESTS_ALLTOALLV_SPREAD", "lots".into())],
+            &["-b", "8", "-e", "8"],
+            "NCCL_TESTS_ALLTOALLV_SPREAD='lots' is not a number",
+        ),
+        (
+            vec![(
+                "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+                write("ns.txt", "1 2\n3\n"),
+            )],
+            &["-b", "1M", "-e", "1M"],
+            "the matrix must be square",
+        ),
+        (
+            vec![(
+                "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+                write("neg.txt", "1 -2\n3 4\n"),
+            )],
+            &["-b", "1M", "-e", "1M"],
+            "-2 is negative",
+        ),
+        (
+            vec![(
+                "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+                write("nan.txt", "1 two\n3 4\n"),
+            )],
+            &["-b", "1M", "-e", "1M"],
+            "'two' is not a number",
+        ),
+        (
+            vec![(
+                "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+                dir.join("none.txt").to_string_lossy().into_owned(),
+            )],
+            &["-b", "1M", "-e", "1M"],
+            "Unable to read alltoallv traffic matrix file",
+        ),
+        (
+            vec![("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", good.clone())],
+            &["-b", "8", "-e", "1M"],
+            "-b and -e options must be set to the same value (e.g., -b 32M -e 32M) when using alltoallv traffic matrix mode.",
+        ),
+        (
+            vec![
+                ("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", good.clone()),
+                ("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "x2".into()),
+            ],
+            &["-b", "1M", "-e", "1M"],
+            "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE='x2' is not a number",
+        ),
+    ];
+    for (env, args, needle) in &cases {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let o = run_env(ALLTOALLV, args, &env);
+        no_panic(&o);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{env:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{env:?}: {err}");
+        assert!(err.starts_with("alltoallv_perf: "), "{err}");
+        assert!(err.contains(needle), "{env:?}: {err}");
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        // Argument handling comes first.
+        let h = run_env(ALLTOALLV, &["-h"], &env);
+        assert_eq!(h.status.code(), Some(0));
+    }
+    // A good matrix gets past the environment stage (to the GPU stage, which fails here).
+    let o = run_env(
+        ALLTOALLV,
+        &["-b", "1M", "-e", "1M"],
+        &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", &good)],
+    );
+    no_panic(&o);
+    assert_ne!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

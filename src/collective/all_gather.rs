@@ -1,16 +1,12 @@
 //! all_gather_perf: `ncclAllGather` of a 16-byte-rounded share per rank, busbw = algbw · (n−1)/n.
 
-use super::{Call, Collective, Counts, Fill, FillCtx, OpColumn, round16_per_rank};
+use super::{
+    Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, block_seed, round16_per_rank,
+};
 use crate::error::Result;
-use crate::gpu::nccl::Nccl;
 
 /// `ncclAllGather`: every rank contributes `b` elements, every rank receives `b·n`.
 pub struct AllGather;
-
-/// Seed of rank `r`'s block, so that blocks of different ranks differ.
-pub(crate) fn block_seed(seed: u64, r: usize) -> u64 {
-    33u64.wrapping_mul(seed).wrapping_add(r as u64)
-}
 
 impl Collective for AllGather {
     fn name(&self) -> &'static str {
@@ -37,11 +33,8 @@ impl Collective for AllGather {
         OpColumn::NoneLabel
     }
 
-    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()> {
-        // SAFETY: pointers, comm and stream are live and sized for `c.counts`.
-        nccl.check(unsafe {
-            (nccl.ncclAllGather)(c.send, c.recv, c.counts.param, c.dtype, c.comm, c.stream)
-        })
+    fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
+        emit(Step::AllGather)
     }
 
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
@@ -104,6 +97,7 @@ mod tests {
             counts,
             in_place: true,
             seed: 5,
+            ts: 4,
         };
         let fills = AllGather.fills(&ctx);
         assert_eq!(fills.len(), 5);

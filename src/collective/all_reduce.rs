@@ -1,8 +1,7 @@
 //! all_reduce_perf: `ncclAllReduce`, busbw = algbw · 2(n−1)/n.
 
-use super::{Call, Collective, Counts, Fill, FillCtx, OpColumn};
+use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
 use crate::error::Result;
-use crate::gpu::nccl::Nccl;
 
 /// `ncclAllReduce` over the whole buffer.
 pub struct AllReduce;
@@ -31,19 +30,8 @@ impl Collective for AllReduce {
         OpColumn::Reduction
     }
 
-    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()> {
-        // SAFETY: pointers, comm and stream are live and sized for `c.counts`.
-        nccl.check(unsafe {
-            (nccl.ncclAllReduce)(
-                c.send,
-                c.recv,
-                c.counts.param,
-                c.dtype,
-                c.op,
-                c.comm,
-                c.stream,
-            )
-        })
+    fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
+        emit(Step::AllReduce)
     }
 
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
@@ -101,6 +89,7 @@ mod tests {
             counts: AllReduce.counts(64, 4, 4),
             in_place: true,
             seed: 7,
+            ts: 4,
         };
         let fills = AllReduce.fills(&ctx);
         assert_eq!(

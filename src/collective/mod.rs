@@ -1,11 +1,40 @@
 //! The collectives: one file each, saying how a size becomes per-rank counts, how bandwidth is
 //! computed, which NCCL call(s) one operation is, and what the buffers must hold for validation.
+//!
+//! The NCCL calls are *planned* as [`Step`]s (native collective, grouped send/receive, local
+//! copy) and issued by [`step::enqueue_plan`]; the tests replay the same steps on host buffers
+//! prepared from the [`Fill`]s (`sim.rs`), which checks counts, offsets, pairings and expected
+//! data together without a GPU.
 
 mod all_gather;
 mod all_reduce;
+mod alltoall;
+mod alltoallv;
+mod broadcast;
+mod gather;
+mod hypercube;
+mod reduce;
+mod reduce_scatter;
+mod scatter;
+mod sendrecv;
+#[cfg(test)]
+mod sim;
+pub mod step;
+#[cfg(test)]
+mod tests;
 
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
+pub use alltoall::AllToAll;
+pub use alltoallv::AllToAllV;
+pub use broadcast::Broadcast;
+pub use gather::Gather;
+pub use hypercube::Hypercube;
+pub use reduce::Reduce;
+pub use reduce_scatter::ReduceScatter;
+pub use scatter::Scatter;
+pub use sendrecv::SendRecv;
+pub use step::{Base, Geometry, Natives, Step};
 
 use crate::error::Result;
 use crate::gpu::nccl::{Comm, Nccl};
@@ -41,13 +70,44 @@ pub fn round16_per_rank(count: usize, nranks: usize, ts: usize) -> usize {
     per - per % unit
 }
 
-/// What the op column shows and whether the op loop runs.
+/// Seed of rank `r`'s block in the gathering collectives (`33·seed + r`), so that blocks of
+/// different ranks differ.
+pub(crate) fn block_seed(seed: u64, r: usize) -> u64 {
+    33u64.wrapping_mul(seed).wrapping_add(r as u64)
+}
+
+/// What the op column shows, whether the op loop runs, and whether the data is reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpColumn {
     /// A reduction: loops over `-o` ops and prints the op name.
     Reduction,
     /// Not a reduction: prints `none`, runs once.
     NoneLabel,
+    /// Not a reduction: prints an empty op name, runs once (hypercube).
+    Empty,
+    /// Not a reduction, yet loops over `-o` ops and prints their names (sendrecv).
+    Unused,
+}
+
+impl OpColumn {
+    /// Whether the `-o` op loop runs.
+    pub fn loops(self) -> bool {
+        matches!(self, OpColumn::Reduction | OpColumn::Unused)
+    }
+
+    /// Whether the data is reduced with the op (bit-exact comparison otherwise).
+    pub fn reduces(self) -> bool {
+        self == OpColumn::Reduction
+    }
+
+    /// The op column of a row measured with `op`.
+    pub fn label(self, op: RedOp) -> &'static str {
+        match self {
+            OpColumn::Reduction | OpColumn::Unused => op.name(),
+            OpColumn::NoneLabel => "none",
+            OpColumn::Empty => "",
+        }
+    }
 }
 
 /// Which buffer a fill writes to.
@@ -102,6 +162,35 @@ pub enum Fill {
     ExpectedIsRecv,
 }
 
+impl Fill {
+    /// The copy pattern (op `None`, one rank) of `count` elements from generator index `ix0`,
+    /// written at `at` (a buffer and an element offset).
+    pub fn copy_input(at: (Buffer, usize), count: usize, seed: u64, ix0: u64) -> Fill {
+        Fill::Input {
+            buf: at.0,
+            offset: at.1,
+            count,
+            op: None,
+            rn: 1,
+            rme: 0,
+            seed,
+            ix0,
+        }
+    }
+
+    /// The copy pattern expected at element `offset` of the expected buffer.
+    pub fn copy_expected(offset: usize, count: usize, seed: u64, ix0: u64) -> Fill {
+        Fill::Expected {
+            offset,
+            count,
+            op: None,
+            rn: 1,
+            seed,
+            ix0,
+        }
+    }
+}
+
 /// Everything a collective needs to plan its buffers for one validated operation.
 #[derive(Debug, Clone, Copy)]
 pub struct FillCtx {
@@ -119,6 +208,8 @@ pub struct FillCtx {
     pub in_place: bool,
     /// Seed of this measurement.
     pub seed: u64,
+    /// Element size in bytes.
+    pub ts: usize,
 }
 
 impl FillCtx {
@@ -156,6 +247,23 @@ pub struct Call {
     pub rank: usize,
     /// Communicator size.
     pub nranks: usize,
+    /// Element size in bytes.
+    pub ts: usize,
+}
+
+impl Call {
+    /// The pointer-free part of the call, for planning.
+    #[inline]
+    pub fn geometry(&self, native: Natives) -> Geometry {
+        Geometry {
+            rank: self.rank,
+            nranks: self.nranks,
+            root: self.root.max(0) as usize,
+            ts: self.ts,
+            counts: self.counts,
+            native,
+        }
+    }
 }
 
 /// A collective benchmark (one `*_perf` binary).
@@ -166,7 +274,7 @@ pub trait Collective: Sync {
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts;
     /// (bytes that define algbw, busbw factor).
     fn bandwidth(&self, c: &Counts, ts: usize, nranks: usize) -> (f64, f64);
-    /// Whether this is a reduction (op loop and op column).
+    /// The op column, the op loop, and whether the data is reduced.
     fn op_column(&self) -> OpColumn;
     /// Whether the root loop runs (root column shows the root).
     fn rooted(&self) -> bool {
@@ -176,23 +284,19 @@ pub trait Collective: Sync {
     fn reports_in_place_errors(&self) -> bool {
         true
     }
-    /// Enqueues one operation on one GPU.
-    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()>;
-    /// How to prepare the buffers, in order, for one validated operation.
-    fn fills(&self, f: &FillCtx) -> Vec<Fill>;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round16() {
-        assert_eq!(round16_per_rank(250, 3, 4), 80);
-        assert_eq!(round16_per_rank(100, 1, 4), 100);
-        assert_eq!(round16_per_rank(31, 1, 1), 16);
-        assert_eq!(round16_per_rank(7, 2, 8), 2);
-        assert_eq!(round16_per_rank(2, 8, 4), 0);
-        assert_eq!(round16_per_rank(17, 1, 2), 16);
+    /// Checks, before any communicator exists, that this benchmark can run on `nranks` ranks
+    /// with the (clamped) size range `min_bytes..=max_bytes`.
+    fn check_shape(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<()> {
+        Ok(())
     }
+    /// The NCCL calls of one operation on one GPU, in order.
+    fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()>;
+    /// Enqueues one operation on one GPU: the steps of [`Collective::plan`].
+    #[inline]
+    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()> {
+        step::enqueue_plan(nccl, c, |g, emit| self.plan(g, emit))
+    }
+    /// How to prepare the buffers for one validated operation. The runner first zeroes
+    /// `counts.recv` elements at the receive pointer, then applies the fills in order.
+    fn fills(&self, f: &FillCtx) -> Vec<Fill>;
 }

@@ -170,6 +170,7 @@ impl<'a> Worker<'a> {
                     stream: g.stream as *mut c_void,
                     rank: g.rank,
                     nranks: self.e.nranks,
+                    ts: ts as usize,
                 };
                 match s.op.nccl_builtin() {
                     Some(op) => {
@@ -407,6 +408,7 @@ impl<'a> Worker<'a> {
             counts: s.counts,
             in_place,
             seed,
+            ts: s.ts(),
         }
     }
 
@@ -465,11 +467,8 @@ impl<'a> Worker<'a> {
 
     fn count_mismatches(&self, s: &Shape, in_place: bool) -> Result<u64> {
         let mut total = 0;
-        let op = match self.e.coll.op_column() {
-            crate::collective::OpColumn::Reduction => Some(s.op),
-            _ => None,
-        };
-        let tol = tolerance(s.dt, op);
+        let reduces = self.e.coll.op_column().reduces();
+        let tol = tolerance(s.dt, reduces.then_some(s.op));
         for g in &self.gpus {
             driver::set_current(g.ctx)?;
             let k = g

@@ -11,7 +11,7 @@ pub use setup::{BufferSizes, Discovered, Gpu};
 pub use sync::ThreadGroup;
 
 use crate::bootstrap::{Bootstrap, Reduce, SingleProcess};
-use crate::collective::{Collective, OpColumn};
+use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::{driver, kernels, nccl::Nccl};
 use crate::options::{Options, Roots};
@@ -80,27 +80,21 @@ fn plan(
     lo: u64,
     hi: u64,
 ) -> Result<Plan> {
+    coll.check_shape(nranks, lo, hi)?;
     let mut types = o.types.clone();
     if o.all_types && min_cc < (9, 0) {
         types.retain(|t| !t.is_fp8());
     }
-    let ops = match coll.op_column() {
-        OpColumn::Reduction => o.ops.clone(),
-        OpColumn::NoneLabel => vec![RedOp::Sum],
-    };
-    let roots = if !coll.rooted() {
-        vec![0]
+    let loops_ops = coll.op_column().loops();
+    let ops = if loops_ops {
+        o.ops.clone()
     } else {
-        match o.roots {
-            Roots::All => (0..nranks).collect(),
-            Roots::One(r) if (r as usize) < nranks => vec![r as usize],
-            Roots::One(r) => {
-                return Err(Error::Usage(format!(
-                    "invalid root {r}: the communicator has {nranks} ranks (use 0..{}, or -1 for all)",
-                    nranks - 1
-                )));
-            }
-        }
+        vec![RedOp::Sum]
+    };
+    let roots = if coll.rooted() {
+        roots(o.roots, nranks)?
+    } else {
+        vec![0]
     };
     Ok(Plan {
         types,
@@ -108,8 +102,27 @@ fn plan(
         roots,
         sizes: crate::sweep::sizes(lo, hi, o.step_bytes, o.step_factor),
         ladder: crate::sweep::warmup_sizes(lo, hi),
-        skippable: o.all_types || o.ops.len() > 1,
+        // Only a loop over several types or ops can skip: an explicit combination that NCCL
+        // rejects stays an error.
+        skippable: o.all_types || (loops_ops && o.ops.len() > 1),
     })
+}
+
+/// The roots a rooted collective runs with: `-r R` (R must be a rank of the communicator) or
+/// every rank in order (`-r -1` / `-r all`).
+fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
+    match r {
+        Roots::All => Ok((0..nranks).collect()),
+        Roots::One(r) if r >= 0 && (r as usize) < nranks => Ok(vec![r as usize]),
+        Roots::One(r) => Err(Error::Usage(format!(
+            "invalid root {r} for -r (--root): the communicator has {nranks} rank{}, so the root must be {}, or -1 (or all) for every root in turn",
+            if nranks == 1 { "" } else { "s" },
+            match nranks {
+                1 => "0".to_string(),
+                n => format!("0..{}", n - 1),
+            }
+        ))),
+    }
 }
 
 /// Runs the benchmark; returns the exit code of a run that reached its footer.
@@ -360,11 +373,7 @@ fn thread_main(
                 match w.warmup(dt, op, root, &plan.ladder) {
                     Err(err) if plan.skippable && err.is_nccl_invalid_argument() => {
                         if let Some(o) = out.as_deref_mut() {
-                            o.print(&format!(
-                                "# Skipping {} {}: the loaded NCCL rejects this combination (invalid argument)\n",
-                                dt.name(),
-                                label(e.coll, op)
-                            ));
+                            o.print(&skip_line(e.coll, dt, op));
                         }
                         continue;
                     }
@@ -407,10 +416,19 @@ fn thread_main(
 
 /// The op column of a row.
 fn label(coll: &dyn Collective, op: RedOp) -> &'static str {
-    match coll.op_column() {
-        OpColumn::Reduction => op.name(),
-        OpColumn::NoneLabel => "none",
-    }
+    coll.op_column().label(op)
+}
+
+/// The comment printed instead of the rows of a combination the loaded NCCL rejects (`-d all`,
+/// `-o all`): names the datatype (and the op where it is looped), never the words `bandwidth`
+/// or `FAILED`.
+fn skip_line(coll: &dyn Collective, dt: DataType, op: RedOp) -> String {
+    let what = if coll.op_column().loops() {
+        format!("{} {}", dt.name(), op.name())
+    } else {
+        dt.name().to_string()
+    };
+    format!("# Skipping {what}: the loaded NCCL rejects this combination (invalid argument)\n")
 }
 
 #[cfg(test)]
@@ -456,6 +474,119 @@ mod tests {
         assert_eq!(p.sizes, vec![1 << 20, 2 << 20, 3 << 20, 4 << 20]);
         assert_eq!(label(&AllGather, RedOp::Max), "none");
         assert_eq!(label(&AllReduce, RedOp::Max), "max");
+    }
+
+    #[test]
+    fn roots_of_rooted_collectives() {
+        use crate::collective::{Broadcast, Gather, Reduce, Scatter};
+        let mut o = Options::default();
+        for coll in [&Broadcast as &dyn Collective, &Reduce, &Gather, &Scatter] {
+            o.roots = Roots::One(2);
+            assert_eq!(plan(&o, coll, 4, (9, 0), 8, 8).unwrap().roots, vec![2]);
+            o.roots = Roots::All;
+            assert_eq!(
+                plan(&o, coll, 4, (9, 0), 8, 8).unwrap().roots,
+                vec![0, 1, 2, 3]
+            );
+        }
+        // Non-rooted collectives ignore -r (the root column prints -1).
+        o.roots = Roots::One(7);
+        assert_eq!(
+            plan(&o, &AllReduce, 2, (9, 0), 8, 8).unwrap().roots,
+            vec![0]
+        );
+    }
+
+    #[test]
+    fn a_root_outside_the_communicator_is_a_usage_error() {
+        let o = Options {
+            roots: Roots::One(4),
+            ..Options::default()
+        };
+        let e = plan(&o, &crate::collective::Reduce, 4, (9, 0), 8, 8)
+            .err()
+            .unwrap();
+        assert_eq!(e.exit_code(), 255);
+        assert_eq!(
+            e.to_string(),
+            "invalid root 4 for -r (--root): the communicator has 4 ranks, so the root must be 0..3, or -1 (or all) for every root in turn"
+        );
+        let o = Options {
+            roots: Roots::One(1),
+            ..o
+        };
+        let e = plan(&o, &crate::collective::Gather, 1, (9, 0), 8, 8)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("the communicator has 1 rank, so the root must be 0,"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn hypercube_needs_a_power_of_two_before_anything_runs() {
+        use crate::collective::Hypercube;
+        let o = Options::default();
+        let e = plan(&o, &Hypercube, 6, (9, 0), 8, 8).err().unwrap();
+        assert_eq!(e.exit_code(), 5);
+        assert!(!e.on_stdout());
+        let p = plan(&o, &Hypercube, 8, (9, 0), 8, 8).unwrap();
+        assert_eq!((p.ops.len(), label(&Hypercube, p.ops[0])), (1, ""));
+    }
+
+    #[test]
+    fn skipping_needs_a_loop_over_types_or_ops() {
+        use crate::collective::{Broadcast, Hypercube, SendRecv};
+        let all_ops = Options {
+            ops: RedOp::ALL.to_vec(),
+            ..Options::default()
+        };
+        let all_types = Options {
+            types: DataType::ALL.to_vec(),
+            all_types: true,
+            ..Options::default()
+        };
+        let skippable =
+            |o: &Options, c: &dyn Collective| plan(o, c, 2, (9, 0), 8, 8).unwrap().skippable;
+        // -o all loops only where the op loop runs.
+        assert!(skippable(&all_ops, &AllReduce));
+        assert!(skippable(&all_ops, &SendRecv));
+        assert!(!skippable(&all_ops, &Broadcast));
+        assert!(!skippable(&all_ops, &Hypercube));
+        // -d all loops everywhere.
+        for c in [
+            &AllReduce as &dyn Collective,
+            &Broadcast,
+            &SendRecv,
+            &Hypercube,
+        ] {
+            assert!(skippable(&all_types, c), "{}", c.name());
+            assert!(!skippable(&Options::default(), c), "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn skip_lines_name_the_combination() {
+        use crate::collective::{AllToAllV, Hypercube, SendRecv};
+        let prod = skip_line(&AllReduce, DataType::F8e4m3, RedOp::Prod);
+        assert_eq!(
+            prod,
+            "# Skipping f8e4m3 prod: the loaded NCCL rejects this combination (invalid argument)\n"
+        );
+        assert!(
+            skip_line(&SendRecv, DataType::Half, RedOp::Avg).starts_with("# Skipping half avg: ")
+        );
+        for c in [
+            &AllGather as &dyn Collective,
+            &Hypercube,
+            &AllToAllV::generated(1.0),
+        ] {
+            let l = skip_line(c, DataType::F8e5m2, RedOp::Max);
+            assert!(l.starts_with("# Skipping f8e5m2: "), "{l}");
+            assert!(!l.contains("bandwidth") && !l.contains("FAILED"));
+        }
     }
 
     #[test]

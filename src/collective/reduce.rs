@@ -1,0 +1,127 @@
+//! reduce_perf: `ncclReduce` of the whole buffer onto the root, busbw = algbw.
+
+use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
+use crate::error::Result;
+
+/// `ncclReduce`: every rank contributes `count` elements, the root receives their reduction.
+pub struct Reduce;
+
+impl Collective for Reduce {
+    fn name(&self) -> &'static str {
+        "reduce"
+    }
+
+    fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+
+    fn bandwidth(&self, c: &Counts, ts: usize, _n: usize) -> (f64, f64) {
+        ((c.param * ts) as f64, 1.0)
+    }
+
+    fn op_column(&self) -> OpColumn {
+        OpColumn::Reduction
+    }
+
+    fn rooted(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
+        emit(Step::Reduce)
+    }
+
+    /// Every rank writes its reduction input; the root expects the reduction, the others an
+    /// unchanged receive buffer (zeros out of place, their own input in place).
+    fn fills(&self, f: &FillCtx) -> Vec<Fill> {
+        let (buf, offset) = f.data();
+        let rn = f.nranks as u32;
+        let input = Fill::Input {
+            buf,
+            offset,
+            count: f.counts.send,
+            op: Some(f.op),
+            rn,
+            rme: f.rank as u32,
+            seed: f.seed,
+            ix0: 0,
+        };
+        let expected = if f.rank == f.root {
+            Fill::Expected {
+                offset: 0,
+                count: f.counts.recv,
+                op: Some(f.op),
+                rn,
+                seed: f.seed,
+                ix0: 0,
+            }
+        } else {
+            Fill::ExpectedIsRecv
+        };
+        vec![input, expected]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::Buffer;
+    use crate::types::RedOp;
+
+    #[test]
+    fn counts_sizes_and_factors() {
+        for n in [1usize, 2, 3, 8, 72] {
+            let c = Reduce.counts(333, n, 8);
+            assert_eq!((c.send, c.recv, c.param), (333, 333, 333));
+            assert_eq!((c.send_inplace_offset, c.recv_inplace_offset), (0, 0));
+            assert_eq!(c.printed_size(8), 2664);
+            assert_eq!(Reduce.bandwidth(&c, 8, n), (2664.0, 1.0));
+        }
+    }
+
+    #[test]
+    fn the_root_expects_the_reduction_and_the_others_their_buffer() {
+        let ctx = |rank| FillCtx {
+            rank,
+            nranks: 3,
+            root: 1,
+            op: RedOp::Max,
+            counts: Reduce.counts(10, 3, 4),
+            in_place: true,
+            seed: 4,
+            ts: 4,
+        };
+        let root = Reduce.fills(&ctx(1));
+        assert_eq!(
+            root[0],
+            Fill::Input {
+                buf: Buffer::Recv,
+                offset: 0,
+                count: 10,
+                op: Some(RedOp::Max),
+                rn: 3,
+                rme: 1,
+                seed: 4,
+                ix0: 0
+            }
+        );
+        assert!(matches!(
+            root[1],
+            Fill::Expected {
+                count: 10,
+                rn: 3,
+                op: Some(RedOp::Max),
+                ..
+            }
+        ));
+        let other = Reduce.fills(&ctx(2));
+        assert!(matches!(other[0], Fill::Input { rme: 2, .. }));
+        assert_eq!(other[1], Fill::ExpectedIsRecv);
+    }
+}
