@@ -1,6 +1,10 @@
 //! How the processes of a run find each other. The runner only sees this trait; a single process
 //! needs nothing, later implementations (MPI, launcher environment + TCP rendezvous) plug in here.
 
+pub mod local;
+pub mod nodelist;
+pub mod split;
+
 use crate::error::Result;
 
 /// A cross-process reduction.
