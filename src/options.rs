@@ -576,7 +576,10 @@ mod tests {
         }
         assert!(parse(&["-G", "0", "-z", "0"]).is_ok());
         assert_eq!(parse(&["-T", "5"]).unwrap().options.timeout_s, 5);
-        assert!(matches!(parse(&["-T", "-1"]), Err(OptionsError::Invalid(_))));
+        assert!(matches!(
+            parse(&["-T", "-1"]),
+            Err(OptionsError::Invalid(_))
+        ));
     }
 
     #[test]
