@@ -1,9 +1,12 @@
 //! How the processes of a run find each other. The runner only sees the [`Bootstrap`] trait and
-//! gets one from [`connect`]: a single process ([`SingleProcess`]) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
+//! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI ([`mpi::MpiBootstrap`],
+//! feature `mpi`) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
 //! [`launch`] decides which, from the environment.
 
 pub mod launch;
 pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nodelist;
 pub mod split;
 pub mod tcp;
@@ -93,6 +96,9 @@ pub fn connect() -> Result<Box<dyn Bootstrap>> {
     let env = |k: &str| std::env::var(k).ok();
     match launch::detect(&env, cfg!(feature = "mpi"))? {
         Launch::Single => Ok(Box::new(SingleProcess)),
+        #[cfg(feature = "mpi")]
+        Launch::Mpi => Ok(Box::new(mpi::MpiBootstrap::init(&env)?)),
+        #[cfg(not(feature = "mpi"))]
         Launch::Mpi => Err(Error::Launch("this binary was built without MPI".into())),
         Launch::Tcp(t) => {
             let color = split_color(&env, t.rank)?;
