@@ -117,8 +117,13 @@ impl Bootstrap for MpiBootstrap {
     }
     fn describe(&self) -> String {
         let version = mpi::environment::library_version().unwrap_or_default();
-        let first = version.lines().next().unwrap_or("").trim().to_string();
-        format!("MPI ({first})")
+        let name = version
+            .split([',', '\n'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        format!("MPI ({name})")
     }
     fn barrier(&self) -> Result<()> {
         self.lock()?.world.barrier();

@@ -155,7 +155,7 @@ impl TcpBootstrap {
                         let missing: Vec<usize> =
                             (1..self.size).filter(|r| slots[r - 1].is_none()).collect();
                         let msg = format!(
-                            "bootstrap timed out after {}: {} of {} processes never connected to \
+                            "timed out after {}: {} of {} processes never connected to \
                              rank 0 at {} ({} launch); missing: {}",
                             secs(self.timeout),
                             missing.len(),
@@ -278,7 +278,7 @@ impl TcpBootstrap {
             if left.is_zero() {
                 return Err(failure(
                     format!(
-                        "bootstrap timed out after {}: rank {} ({}) could not reach rank 0 at {} \
+                        "timed out after {}: rank {} ({}) could not reach rank 0 at {} \
                          ({} launch; last error: {last}); missing: rank 0 (expected on {})",
                         secs(self.timeout),
                         self.rank,
@@ -361,12 +361,7 @@ impl TcpBootstrap {
 
     /// One collective: every rank contributes `body`; rank 0 computes each rank's answer with
     /// `combine` (bodies in rank order → one answer per rank).
-    fn collective(
-        &self,
-        tag: u8,
-        body: Vec<u8>,
-        combine: Combine,
-    ) -> Result<Vec<u8>> {
+    fn collective(&self, tag: u8, body: Vec<u8>, combine: Combine) -> Result<Vec<u8>> {
         let what = wire::tag_name(tag);
         let mut link = self.lock()?;
         let outcome = match &mut *link {
@@ -441,7 +436,7 @@ impl TcpBootstrap {
                     }
                     failure(
                         format!(
-                            "bootstrap timed out after {} waiting for the {what}; missing: {}",
+                            "timed out after {} waiting for the {what}; missing: {}",
                             secs(self.timeout),
                             rank_list(&ranks, Some(&by_rank))
                         ),
@@ -597,10 +592,8 @@ fn try_connect(host: &str, port: u16, deadline: Instant) -> std::result::Result<
     let mut last = format!("{host} has no address");
     for a in addrs {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        match TcpStream::connect_timeout(&a, left.min(Duration::from_secs(2))) {
+        let wait = left.clamp(Duration::from_millis(10), Duration::from_secs(2));
+        match TcpStream::connect_timeout(&a, wait) {
             Ok(s) => return Ok(s),
             Err(e) => last = format!("{a}: {e}"),
         }
