@@ -9,16 +9,20 @@ use std::io::Write;
 /// Where the report goes.
 pub struct Output {
     info: RunInfo,
+    /// Only world rank 0 prints; the others keep the average for their exit code.
+    printing: bool,
     json: Option<(File, JsonReport)>,
     busbw_sum: f64,
     halves: u64,
 }
 
 impl Output {
-    /// A report for `info`; the JSON file (already opened) gets its document at the end.
-    pub fn new(info: RunInfo) -> Output {
+    /// A report for `info`, printed when `printing` (world rank 0); the JSON file (already
+    /// opened) gets its document at the end.
+    pub fn new(info: RunInfo, printing: bool) -> Output {
         Output {
             info,
+            printing,
             json: None,
             busbw_sum: 0.0,
             halves: 0,
@@ -48,8 +52,11 @@ impl Output {
         self.json = Some((file, report));
     }
 
-    /// Prints text as is.
+    /// Prints text as is (world rank 0 only).
     pub fn print(&mut self, text: &str) {
+        if !self.printing {
+            return;
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
