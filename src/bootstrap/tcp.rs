@@ -569,7 +569,9 @@ fn listen(host: &str, port: u16) -> Result<TcpListener> {
         .to_socket_addrs()
         .map(|a| a.collect())
         .unwrap_or_default();
-    let addr = match resolved.first() {
+    // Prefer IPv4 (a host without IPv6 cannot bind ::1 even when the name resolves to it).
+    let first = resolved.iter().find(|a| a.is_ipv4()).or(resolved.first());
+    let addr = match first {
         Some(a) if a.ip().is_loopback() => *a,
         Some(a) if a.is_ipv6() => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
         _ => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port),
