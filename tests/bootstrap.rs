@@ -119,6 +119,7 @@ fn slurm(rank: usize, size: usize, port: u16) -> Vec<(&'static str, String)> {
     vec![
         ("SLURM_PROCID", rank.to_string()),
         ("SLURM_NTASKS", size.to_string()),
+        ("SLURM_STEP_NUM_TASKS", size.to_string()),
         ("SLURM_LOCALID", (rank % 2).to_string()),
         ("SLURM_JOB_ID", "4242".into()),
         ("SLURM_STEP_ID", "0".into()),

@@ -245,8 +245,11 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         let local = num(env, "LOCAL_RANK")?;
         return found(launch(launcher, rank, size, local, addr, job));
     }
+    // A real job step (srun) sets SLURM_STEP_NUM_TASKS. With a job id but no step, this is the
+    // batch script itself (one process, whatever SLURM_NTASKS says the job may run).
     let slurm_size = match num(env, "SLURM_STEP_NUM_TASKS")? {
         Some(n) => Some(n),
+        None if env("SLURM_JOB_ID").is_some() => None,
         None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
     };
     if let (Some(rank), Some(size)) = (num(env, "SLURM_PROCID")?, slurm_size) {

@@ -38,7 +38,8 @@ fn nothing_is_a_single_process() {
 fn slurm_rank_size_local_rank_and_first_host() {
     let t = tcp(&[
         ("SLURM_PROCID", "5"),
-        ("SLURM_NTASKS", "8"),
+        ("SLURM_NTASKS", "16"),
+        ("SLURM_STEP_NUM_TASKS", "8"),
         ("SLURM_LOCALID", "1"),
         ("SLURM_JOB_ID", "1234"),
         ("SLURM_STEP_ID", "0"),
@@ -62,7 +63,7 @@ fn slurm_rank_size_local_rank_and_first_host() {
 fn slurm_port_is_stable_per_step_and_can_be_set() {
     let base = [
         ("SLURM_PROCID", "0"),
-        ("SLURM_NTASKS", "2"),
+        ("SLURM_STEP_NUM_TASKS", "2"),
         ("SLURM_JOB_NODELIST", "n1"),
         ("SLURM_JOB_ID", "77"),
     ];
@@ -72,9 +73,26 @@ fn slurm_port_is_stable_per_step_and_can_be_set() {
     assert_ne!(tcp(&base).port, tcp(&other).port);
     other.push(("NCCL_PERF_RENDEZVOUS_PORT", "31000"));
     assert_eq!(tcp(&other).port, 31000);
-    // SLURM_STEP_NUM_TASKS (the step) wins over SLURM_NTASKS (the job).
-    other.push(("SLURM_STEP_NUM_TASKS", "4"));
-    assert_eq!(tcp(&other).size, 4);
+    assert_eq!(tcp(&other).size, 2);
+}
+
+#[test]
+fn a_batch_script_is_one_process_whatever_the_job_size() {
+    // sbatch --ntasks=8 running the binary in the script itself, not under srun.
+    let batch = [
+        ("SLURM_JOB_ID", "77"),
+        ("SLURM_PROCID", "0"),
+        ("SLURM_NTASKS", "8"),
+        ("SLURM_JOB_NODELIST", "n[1-2]"),
+    ];
+    assert_eq!(detect_with(&batch, false).unwrap(), Launch::Single);
+    // Without a job id (a hand-made environment) SLURM_NTASKS counts.
+    let t = tcp(&[
+        ("SLURM_PROCID", "1"),
+        ("SLURM_NTASKS", "2"),
+        ("SLURM_NODELIST", "a"),
+    ]);
+    assert_eq!(t.size, 2);
 }
 
 #[test]
