@@ -1,6 +1,7 @@
 //! The rendezvous between threads of this test process, over loopback.
 
 use super::*;
+use std::net::TcpListener;
 
 fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
