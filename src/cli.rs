@@ -108,6 +108,8 @@ pub fn usage(program: &str) -> String {
 pub struct RawArgs {
     /// `-h` was given.
     pub help: bool,
+    /// `--dry-run` was given (ours; long form only, not in the upstream usage text).
+    pub dry_run: bool,
     /// (long name, raw value) of every option given, last occurrence only.
     pub values: Vec<(&'static str, OsString)>,
     /// Stray words that are not options (nccl-tests ignores them).
@@ -132,6 +134,11 @@ fn command() -> Command {
             Arg::new("help")
                 .short('h')
                 .long("help")
+                .action(ArgAction::SetTrue),
+        )
+        .arg(
+            Arg::new("dry-run")
+                .long("dry-run")
                 .action(ArgAction::SetTrue),
         )
         .arg(
@@ -163,6 +170,7 @@ where
     let matches = command().try_get_matches_from(args).map_err(describe)?;
     let mut raw = RawArgs {
         help: matches.get_flag("help"),
+        dry_run: matches.get_flag("dry-run"),
         ..RawArgs::default()
     };
     for (_, long, _) in OPTIONS {
@@ -239,6 +247,15 @@ mod tests {
         let e = parse(["-n"]).unwrap_err();
         assert!(!e.is_empty());
         assert!(parse(["-q"]).is_err());
+    }
+
+    #[test]
+    fn dry_run_is_a_long_flag_only() {
+        assert!(parse(["--dry-run", "-b", "8"]).unwrap().dry_run);
+        assert!(parse(["--dry"]).unwrap().dry_run);
+        assert!(!parse(["-b", "8"]).unwrap().dry_run);
+        assert!(parse(["--dry-run=1"]).is_err());
+        assert!(!usage("x").contains("dry"));
     }
 
     #[test]

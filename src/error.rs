@@ -89,6 +89,17 @@ pub enum Error {
     /// Anything else internal (I/O, inconsistent state).
     #[error("{0}")]
     Internal(String),
+    /// A wrong launch: the launcher and this binary disagree, or GPUs are mapped wrongly.
+    #[error("{0}")]
+    Launch(String),
+    /// The processes could not meet or one of them went missing.
+    #[error("bootstrap: {msg}")]
+    Bootstrap {
+        /// What happened, naming the missing ranks (and hosts where known).
+        msg: String,
+        /// A wait ran out (exit code 4) rather than a connection being lost (exit code 1).
+        timed_out: bool,
+    },
 }
 
 impl Error {
@@ -102,6 +113,11 @@ impl Error {
             Error::Nccl { .. } => code::NCCL,
             Error::Timeout { .. } => code::TIMEOUT,
             Error::Internal(_) => code::INTERNAL,
+            Error::Launch(_) => code::INVALID_USAGE,
+            Error::Bootstrap {
+                timed_out: true, ..
+            } => code::TIMEOUT,
+            Error::Bootstrap { .. } => code::INTERNAL,
         }
     }
 
@@ -117,10 +133,15 @@ impl Error {
     }
 
     /// The lines to print: `<host>: Test ... failure ...` for CUDA/NCCL failures as nccl-tests
-    /// prints them, the plain text otherwise.
+    /// prints them, launch and bootstrap problems prefixed with the host too (they come from
+    /// many processes at once), the plain text otherwise.
     pub fn render(&self, host: &str) -> String {
         match self {
-            Error::Cuda { .. } | Error::Nccl { .. } | Error::Timeout { .. } => {
+            Error::Cuda { .. }
+            | Error::Nccl { .. }
+            | Error::Timeout { .. }
+            | Error::Launch(_)
+            | Error::Bootstrap { .. } => {
                 format!("{host}: {self}")
             }
             _ => self.to_string(),
@@ -177,6 +198,14 @@ mod tests {
             5
         );
         assert_eq!(Error::Internal("x".into()).exit_code(), 1);
+        assert_eq!(Error::Launch("x".into()).exit_code(), 6);
+        let lost = |timed_out| Error::Bootstrap {
+            msg: "rank 3 missing".into(),
+            timed_out,
+        };
+        assert_eq!(lost(true).exit_code(), 4);
+        assert_eq!(lost(false).exit_code(), 1);
+        assert_eq!(lost(true).render("n2"), "n2: bootstrap: rank 3 missing");
         let t = Error::Timeout {
             secs: 5,
             site: Location::caller(),

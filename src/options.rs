@@ -77,6 +77,8 @@ pub struct Options {
     pub per_iter_skip: i64,
     /// `-p 1`: each thread initialises its own communicators.
     pub parallel_init: bool,
+    /// `--dry-run`: bootstrap, print the plan, load nothing on a GPU.
+    pub dry_run: bool,
 }
 
 impl Default for Options {
@@ -111,6 +113,7 @@ impl Default for Options {
             per_iter: false,
             per_iter_skip: 0,
             parallel_init: false,
+            dry_run: false,
         }
     }
 }
@@ -369,6 +372,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         unalign: r.int_at_least("unalign", d.unalign, 0)?,
         ..d
     };
+    o.dry_run = raw.dry_run;
     let cycles = r.int("run_cycles", 1)?;
     o.run_cycles = (cycles > 0).then_some(cycles as u64);
     o.stream_null = r.int("stream_null", 0)? != 0;
@@ -597,6 +601,12 @@ mod tests {
             parse(&["-d", "bfloat16"]).unwrap().options.types,
             vec![DataType::Bfloat16]
         );
+    }
+
+    #[test]
+    fn dry_run_flag_is_kept() {
+        assert!(parse(&["--dry-run"]).unwrap().options.dry_run);
+        assert!(!parse(&[]).unwrap().options.dry_run);
     }
 
     #[test]

@@ -1,7 +1,18 @@
-//! How the processes of a run find each other. The runner only sees this trait; a single process
-//! needs nothing, later implementations (MPI, launcher environment + TCP rendezvous) plug in here.
+//! How the processes of a run find each other. The runner only sees the [`Bootstrap`] trait and
+//! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI ([`mpi::MpiBootstrap`],
+//! feature `mpi`) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
+//! [`launch`] decides which, from the environment.
 
-use crate::error::Result;
+pub mod launch;
+pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod nodelist;
+pub mod split;
+pub mod tcp;
+
+use crate::error::{Error, Result};
+use launch::Launch;
 
 /// A cross-process reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +36,20 @@ impl Reduce {
     }
 }
 
+/// This process' split group (`NCCL_TESTS_SPLIT*`): processes of one colour share a communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    /// The colour (0 without split).
+    pub color: i64,
+    /// This process' index in its group.
+    pub rank: usize,
+    /// Number of processes in its group.
+    pub size: usize,
+}
+
 /// The processes of one run and the few collective operations the harness needs between them.
+/// Collectives are called by every process in the same order; they fail (never hang forever)
+/// when a process is missing.
 pub trait Bootstrap: Sync {
     /// Number of processes.
     fn world_size(&self) -> usize;
@@ -33,14 +57,64 @@ pub trait Bootstrap: Sync {
     fn world_rank(&self) -> usize;
     /// Index of this process among those on the same host.
     fn local_rank(&self) -> usize;
+    /// Number of processes on this host.
+    fn local_size(&self) -> usize {
+        1
+    }
+    /// This process' split group; the whole world by default.
+    fn group(&self) -> Group {
+        Group {
+            color: 0,
+            rank: self.world_rank(),
+            size: self.world_size(),
+        }
+    }
+    /// How the processes met, in one line (for `--dry-run`).
+    fn describe(&self) -> String;
     /// Waits for every process.
     fn barrier(&self) -> Result<()>;
     /// Reduces one value over all processes; everyone gets the result.
     fn allreduce(&self, v: f64, op: Reduce) -> Result<f64>;
-    /// Hands rank 0's 128-byte NCCL unique id to every process.
+    /// Hands the 128-byte NCCL unique id of the first process of each group to every process of
+    /// that group.
     fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()>;
-    /// Collects one text block per process on rank 0 (others get an empty list).
+    /// Collects one text block per process on rank 0, in rank order (others get an empty list).
     fn gather(&self, text: String) -> Result<Vec<String>>;
+    /// Ends a run that reached its end (MPI_Finalize). Not called after a failure.
+    fn finalize(&self) -> Result<()> {
+        Ok(())
+    }
+    /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
+    /// job so no process waits forever; the default does nothing (the caller reports, and the
+    /// other processes notice the closed connection).
+    fn fail(&self, _err: &Error) {}
+}
+
+/// Sets up the bootstrap this process was launched for (see [`launch::detect`] for the
+/// precedence), reading the process environment. Call after the options are parsed.
+pub fn connect() -> Result<Box<dyn Bootstrap>> {
+    let env = |k: &str| std::env::var(k).ok();
+    match launch::detect(&env, cfg!(feature = "mpi"))? {
+        Launch::Single => Ok(Box::new(SingleProcess)),
+        #[cfg(feature = "mpi")]
+        Launch::Mpi => Ok(Box::new(mpi::MpiBootstrap::init(&env)?)),
+        #[cfg(not(feature = "mpi"))]
+        Launch::Mpi => Err(Error::Launch("this binary was built without MPI".into())),
+        Launch::Tcp(t) => {
+            let color = split_color(&env, t.rank)?;
+            Ok(Box::new(tcp::TcpBootstrap::connect(&t, color)?))
+        }
+    }
+}
+
+/// This process' colour from `NCCL_TESTS_SPLIT_MASK` / `NCCL_TESTS_SPLIT`.
+pub fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
+    split::color(
+        world_rank,
+        env("NCCL_TESTS_SPLIT_MASK").as_deref(),
+        env("NCCL_TESTS_SPLIT").as_deref(),
+    )
+    .map_err(Error::Usage)
 }
 
 /// One process, no peers.
@@ -55,6 +129,9 @@ impl Bootstrap for SingleProcess {
     }
     fn local_rank(&self) -> usize {
         0
+    }
+    fn describe(&self) -> String {
+        "single process (no launcher found)".into()
     }
     fn barrier(&self) -> Result<()> {
         Ok(())

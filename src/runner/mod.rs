@@ -1,8 +1,10 @@
 //! A whole benchmark run: libraries, devices, communicators and buffers, the per-thread test
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
+mod dry_run;
 mod measure;
 mod output;
+pub mod placement;
 pub mod setup;
 mod sync;
 
@@ -10,7 +12,7 @@ pub use measure::{Engine, Shape, Worker};
 pub use setup::{BufferSizes, Discovered, Gpu};
 pub use sync::ThreadGroup;
 
-use crate::bootstrap::{Bootstrap, Reduce, SingleProcess};
+use crate::bootstrap::{self, Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::{driver, kernels, nccl::Nccl};
@@ -45,19 +47,6 @@ pub fn run_info(o: &Options, program: &str) -> RunInfo {
         parallel_init: o.parallel_init,
         report_cputime: o.report_cputime,
         report_timestamps: o.report_timestamps,
-    }
-}
-
-/// The first CUDA device of this process: `NCCL_TESTS_DEVICE`, else local rank × GPUs per process.
-fn base_device(local_rank: usize, per_process: i64) -> Result<i64> {
-    match std::env::var("NCCL_TESTS_DEVICE") {
-        Ok(v) if !v.trim().is_empty() => match crate::options::strtol(&v) {
-            Some((Some(d), _)) if d >= 0 => Ok(d),
-            _ => Err(Error::Usage(format!(
-                "NCCL_TESTS_DEVICE='{v}' is not a device index"
-            ))),
-        },
-        _ => Ok(local_rank as i64 * per_process),
     }
 }
 
@@ -125,20 +114,46 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
     }
 }
 
-/// Runs the benchmark; returns the exit code of a run that reached its footer.
+/// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
+/// that reached its footer. Bootstraps first, whatever the launcher; a run that fails after
+/// that lets the bootstrap end the job (MPI aborts it).
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
+    let boot = bootstrap::connect()?;
+    let result = if opts.dry_run {
+        dry_run::run(opts, coll, program, &*boot)
+    } else {
+        run_gpus(opts, coll, program, &*boot, args)
+    };
+    match &result {
+        Ok(_) => boot.finalize()?,
+        Err(e) => boot.fail(e),
+    }
+    result
+}
+
+fn run_gpus(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    boot: &dyn Bootstrap,
+    args: Vec<String>,
+) -> Result<u8> {
     driver::init()?;
     let nccl = Nccl::load()?;
     let nccl_version = nccl.version()?;
-    let boot = SingleProcess;
-    let mut out = Output::new(run_info(opts, program));
-    let json_file = open_json(opts, &mut out, program);
+    let printing = boot.world_rank() == 0;
+    let mut out = Output::new(run_info(opts, program), printing);
+    let json_file = if printing {
+        open_json(opts, &mut out, program)
+    } else {
+        None
+    };
     let result = run_with(
         opts,
         coll,
         &nccl,
         nccl_version,
-        &boot,
+        boot,
         &mut out,
         json_file,
         args,
@@ -147,6 +162,56 @@ pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<Strin
         out.abort();
     }
     result
+}
+
+/// Per-GPU buffer sizes for a largest size of `hi` bytes.
+fn buffer_sizes(opts: &Options, hi: u64) -> BufferSizes {
+    BufferSizes {
+        data: (hi + 8 * opts.unalign as u64) as usize,
+        expected: if opts.check > 0 { hi as usize } else { 0 },
+    }
+}
+
+/// This process' description for rank 0, and its devices unless it has a problem.
+fn describe_process(
+    boot: &dyn Bootstrap,
+    per_process: i64,
+    visible: Option<i64>,
+    devices: &Result<Vec<setup::Discovered>>,
+) -> placement::ProcessRecord {
+    let gpus = match devices {
+        Ok(ds) => ds
+            .iter()
+            .map(|d| placement::GpuRecord {
+                device: d.ordinal,
+                identity: Some(format!(
+                    "{:04x}:{:02x}:{:02x}",
+                    d.props.pci.0, d.props.pci.1, d.props.pci.2
+                )),
+                pci: [d.props.pci.0, d.props.pci.1, d.props.pci.2],
+                name: d.props.name.clone(),
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if let (Err(Error::TooFewGpus { .. }), Some(v)) = (devices, visible) {
+        eprintln!(
+            "{}: {}",
+            crate::host::short_hostname(),
+            placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, v)
+        );
+    }
+    placement::ProcessRecord {
+        world_rank: boot.world_rank(),
+        group: boot.group().color,
+        host: crate::host::short_hostname(),
+        host_hash: bootstrap::local::this_host_hash(),
+        pid: std::process::id(),
+        local_rank: boot.local_rank(),
+        visible,
+        gpus,
+        problem: devices.as_ref().err().map(|e| e.to_string()),
+    }
 }
 
 fn open_json(opts: &Options, out: &mut Output, program: &str) -> Option<std::fs::File> {
@@ -186,18 +251,24 @@ fn run_with(
     args: Vec<String>,
 ) -> Result<u8> {
     let per_process = opts.nthreads * opts.ngpus;
-    let nranks = boot.world_size() * per_process as usize;
-    let first_rank = boot.world_rank() * per_process as usize;
+    // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
+    let group = boot.group();
+    let nranks = group.size * per_process as usize;
+    let first_rank = group.rank * per_process as usize;
     out.print(&table::version_line(nccl_version));
     out.print(&table::header(out.info()));
 
-    let base = base_device(boot.local_rank(), per_process)?;
-    let devices = setup::discover(base, per_process)?;
-    let host = crate::host::short_hostname();
-    let infos: Vec<report::DeviceInfo> = devices
+    let visible = driver::device_count()?;
+    let forced = placement::parse_device(std::env::var("NCCL_TESTS_DEVICE").ok().as_deref())?;
+    let devices = placement::place(boot.local_rank(), per_process, Some(visible), forced)
+        .and_then(|p| setup::discover(p.base, per_process));
+    let me = describe_process(boot, per_process, Some(visible), &devices);
+    let verdict = placement::agree(boot, &me, per_process);
+    let devices = devices?;
+    let records = verdict?;
+    let infos: Vec<report::DeviceInfo> = records
         .iter()
-        .enumerate()
-        .map(|(i, d)| setup::device_info(d, (first_rank + i) as i64, &host))
+        .flat_map(|r| r.device_infos(per_process))
         .collect();
     for d in &infos {
         out.print(&table::device_line(d));
@@ -206,6 +277,10 @@ fn run_with(
         out.start_json(f, &infos, nccl_version, args);
     }
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
+    // fp8 needs every GPU of every process at compute capability 9.0 or above.
+    let cc_code = f64::from(min_cc.0 * 100 + min_cc.1);
+    let global_cc = boot.allreduce(cc_code, Reduce::Min)? as i32;
+    let global_cc = (global_cc / 100, global_cc % 100);
     let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
     let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
 
@@ -216,16 +291,18 @@ fn run_with(
     if reduced {
         out.print(&table::memory_clamp_lines(hi));
     }
-    let plan = plan(opts, coll, nranks, min_cc, lo, hi)?;
+    let plan = plan(opts, coll, nranks, global_cc, lo, hi)?;
 
+    // The first process of each group creates the id; the bootstrap hands it to its group.
     let mut id = crate::gpu::nccl::UniqueId { internal: [0; 128] };
-    if boot.world_rank() == 0 {
+    if group.rank == 0 {
         // SAFETY: valid out pointer.
         nccl.check(unsafe { (nccl.ncclGetUniqueId)(&mut id) })?;
     }
     let mut bytes: [u8; 128] = id.internal.map(|c| c as u8);
     boot.broadcast_id(&mut bytes)?;
     id.internal = bytes.map(|b| b as std::ffi::c_char);
+    boot.barrier()?;
     let comms = setup::init_comms(nccl, &devices, &id, nranks, first_rank, nccl_version)?;
 
     let image = match compiler {
@@ -235,10 +312,7 @@ fn run_with(
         ),
         None => None,
     };
-    let sizes = BufferSizes {
-        data: (hi + 8 * opts.unalign as u64) as usize,
-        expected: if opts.check > 0 { hi as usize } else { 0 },
-    };
+    let sizes = buffer_sizes(opts, hi);
     let mut gpus = Vec::with_capacity(devices.len());
     for (i, (d, (ctx, comm))) in devices.iter().zip(comms).enumerate() {
         gpus.push(Gpu::create(

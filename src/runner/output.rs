@@ -10,6 +10,8 @@ use std::path::Path;
 /// Where the report goes.
 pub struct Output {
     info: RunInfo,
+    /// Only world rank 0 prints; the others keep the average for their exit code.
+    printing: bool,
     json: Option<(File, JsonReport)>,
     /// `-J file.csv`: records are written as rows complete, so a failed run keeps its rows.
     csv: Option<File>,
@@ -18,10 +20,12 @@ pub struct Output {
 }
 
 impl Output {
-    /// A report for `info`; the JSON file (already opened) gets its document at the end.
-    pub fn new(info: RunInfo) -> Output {
+    /// A report for `info`, printed when `printing` (world rank 0); the JSON file (already
+    /// opened) gets its document at the end.
+    pub fn new(info: RunInfo, printing: bool) -> Output {
         Output {
             info,
+            printing,
             json: None,
             csv: None,
             busbw_sum: 0.0,
@@ -68,8 +72,11 @@ impl Output {
         }
     }
 
-    /// Prints text as is.
+    /// Prints text as is (world rank 0 only).
     pub fn print(&mut self, text: &str) {
+        if !self.printing {
+            return;
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();

@@ -1,0 +1,347 @@
+//! Which launcher started this process, read from its environment: MPI (in builds with the `mpi`
+//! feature), Slurm, torchrun / Kubernetes, OpenMPI or another PMI launcher with a rendezvous
+//! address given by the user, or nothing (one process). Pure: the environment is a function
+//! argument, so every rule is unit-tested.
+//!
+//! Precedence: `NCCL_PERF_BOOTSTRAP` if set; else MPI when built with it and an MPI launcher is
+//! present; else the first launcher found in the order OpenMPI, torchrun/Kubernetes, Slurm, PMI;
+//! else a single process.
+
+use super::nodelist;
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// Reads one environment variable (`None` when unset or not UTF-8).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The bootstrap timeout when `NCCL_PERF_BOOTSTRAP_TIMEOUT` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How this process will find its peers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Launch {
+    /// No launcher: one process.
+    Single,
+    /// MPI (`mpirun`, `srun --mpi=...`); only in builds with the `mpi` feature.
+    Mpi,
+    /// A launcher's environment and a TCP rendezvous with rank 0.
+    Tcp(TcpLaunch),
+}
+
+/// A process started by a launcher that MPI does not handle (or in a build without MPI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpLaunch {
+    /// Which launcher, for messages (`slurm`, `torchrun`, ...).
+    pub launcher: &'static str,
+    /// This process' rank.
+    pub rank: usize,
+    /// Number of processes.
+    pub size: usize,
+    /// Local rank when the launcher gives one (else computed from host hashes).
+    pub local_rank: Option<usize>,
+    /// Host of rank 0 (the others connect there).
+    pub host: String,
+    /// Port rank 0 listens on.
+    pub port: u16,
+    /// The host of every rank, where the launcher's variables tell (Slurm block distribution).
+    pub expected_hosts: Option<Vec<String>>,
+    /// Identifies this job step; rank 0 refuses processes of another job.
+    pub job: String,
+    /// How long to wait for the other processes.
+    pub timeout: Duration,
+}
+
+/// Variables that only an MPI launcher sets.
+const MPI_MARKERS: &[&str] = &["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"];
+
+/// Decides how to bootstrap. `mpi_built`: this binary has the `mpi` feature.
+pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
+    let timeout = timeout(env)?;
+    let mode = env("NCCL_PERF_BOOTSTRAP")
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match mode.as_str() {
+        "" | "auto" => {}
+        "single" => return Ok(Launch::Single),
+        "mpi" if mpi_built => return Ok(Launch::Mpi),
+        "mpi" => {
+            return Err(Error::Launch(
+                "NCCL_PERF_BOOTSTRAP=mpi, but this binary was built without MPI \
+                 (build it with `cargo build --features mpi`)"
+                    .into(),
+            ));
+        }
+        "env" => {
+            return from_launcher(env, timeout, !mpi_built)?
+                .map(Launch::Tcp)
+                .ok_or_else(|| {
+                    Error::Launch(
+                        "NCCL_PERF_BOOTSTRAP=env, but no launcher variables were found \
+                         (SLURM_PROCID/SLURM_NTASKS, RANK/WORLD_SIZE, JOB_COMPLETION_INDEX/WORLD_SIZE, \
+                         OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/PMI_SIZE)"
+                            .into(),
+                    )
+                });
+        }
+        other => {
+            return Err(Error::Usage(format!(
+                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, env, single"
+            )));
+        }
+    }
+    if mpi_built && MPI_MARKERS.iter().any(|m| env(m).is_some()) {
+        return Ok(Launch::Mpi);
+    }
+    Ok(from_launcher(env, timeout, !mpi_built)?
+        .map(Launch::Tcp)
+        .unwrap_or(Launch::Single))
+}
+
+/// The number of processes an MPI-style launcher says it started, and its variable, if any.
+/// Used to catch an MPI library that does not match the launcher (world size 1 under mpirun).
+pub fn launcher_size(env: Env) -> Option<(&'static str, usize)> {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_NTASKS",
+    ]
+    .into_iter()
+    .find_map(|v| Some((v, env(v)?.trim().parse().ok()?)))
+}
+
+/// `NCCL_PERF_BOOTSTRAP_TIMEOUT` in seconds (fractions allowed), default 120.
+pub fn timeout(env: Env) -> Result<Duration> {
+    let Some(v) = env("NCCL_PERF_BOOTSTRAP_TIMEOUT").filter(|v| !v.trim().is_empty()) else {
+        return Ok(DEFAULT_TIMEOUT);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 1e7 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(Error::Usage(format!(
+            "NCCL_PERF_BOOTSTRAP_TIMEOUT='{v}' is not a number of seconds above 0"
+        ))),
+    }
+}
+
+/// An unsigned number from the environment; junk is an error rather than a silent default.
+fn num(env: Env, name: &str) -> Result<Option<usize>> {
+    match env(name) {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| Error::Usage(format!("{name}='{v}' is not a non-negative integer"))),
+    }
+}
+
+/// `host:port` or `[v6]:port`.
+pub fn parse_address(s: &str) -> std::result::Result<(String, u16), String> {
+    let s = s.trim();
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("'{s}' is not host:port"))?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("'{s}': the port must be 1..65535"))?;
+    if host.is_empty() {
+        return Err(format!("'{s}' has no host"));
+    }
+    Ok((host.to_string(), port))
+}
+
+fn port_var(env: Env, name: &str) -> Result<Option<u16>> {
+    match env(name) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<u16>() {
+            Ok(p) if p != 0 => Ok(Some(p)),
+            _ => Err(Error::Usage(format!(
+                "{name}='{v}' is not a port (1..65535)"
+            ))),
+        },
+    }
+}
+
+/// Finds the launcher's variables. `no_mpi`: this binary cannot use MPI (for the message when an
+/// MPI launcher started it without a rendezvous address).
+fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<TcpLaunch>> {
+    let explicit = match env("NCCL_PERF_RENDEZVOUS").filter(|v| !v.trim().is_empty()) {
+        Some(v) => Some(
+            parse_address(&v).map_err(|e| Error::Usage(format!("NCCL_PERF_RENDEZVOUS: {e}")))?,
+        ),
+        None => None,
+    };
+    let port_override = port_var(env, "NCCL_PERF_RENDEZVOUS_PORT")?;
+    let launch = |launcher, rank, size, local_rank, addr: Option<(String, u16)>, job: String| {
+        let (host, port) = addr.unwrap_or_default();
+        TcpLaunch {
+            launcher,
+            rank,
+            size,
+            local_rank,
+            host,
+            port,
+            expected_hosts: None,
+            job,
+            timeout,
+        }
+    };
+    let found = |t: TcpLaunch| -> Result<Option<TcpLaunch>> {
+        if t.rank >= t.size {
+            return Err(Error::Launch(format!(
+                "{}: rank {} is not below the number of processes {}",
+                t.launcher, t.rank, t.size
+            )));
+        }
+        if t.size > 1 && t.host.is_empty() {
+            return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+        }
+        Ok(Some(t))
+    };
+
+    if let (Some(rank), Some(size)) = (
+        num(env, "OMPI_COMM_WORLD_RANK")?,
+        num(env, "OMPI_COMM_WORLD_SIZE")?,
+    ) {
+        let local = num(env, "OMPI_COMM_WORLD_LOCAL_RANK")?;
+        let job = format!(
+            "ompi:{}",
+            env("OMPI_MCA_ess_base_jobid").unwrap_or_default()
+        );
+        return found(launch("mpirun (OpenMPI)", rank, size, local, explicit, job));
+    }
+    let torch_rank = num(env, "RANK")?;
+    let index = num(env, "JOB_COMPLETION_INDEX")?;
+    if let (Some(rank), Some(size)) = (torch_rank.or(index), num(env, "WORLD_SIZE")?) {
+        let launcher = if torch_rank.is_some() {
+            "torchrun-style RANK/WORLD_SIZE"
+        } else {
+            "Kubernetes indexed job"
+        };
+        let addr = match (explicit, env("MASTER_ADDR").filter(|a| !a.is_empty())) {
+            (Some(a), _) => Some(a),
+            (None, Some(host)) => {
+                // torchrun's own store listens on MASTER_PORT: take the next port then.
+                let bump = u16::from(env("TORCHELASTIC_RUN_ID").is_some());
+                let port = match port_override {
+                    Some(p) => p,
+                    None => port_var(env, "MASTER_PORT")?
+                        .unwrap_or(29500)
+                        .checked_add(bump)
+                        .unwrap_or(29500),
+                };
+                Some((host, port))
+            }
+            (None, None) => None,
+        };
+        let job = format!("torch:{}", env("TORCHELASTIC_RUN_ID").unwrap_or_default());
+        let local = num(env, "LOCAL_RANK")?;
+        return found(launch(launcher, rank, size, local, addr, job));
+    }
+    // A real job step (srun) sets SLURM_STEP_NUM_TASKS. With a job id but no step, this is the
+    // batch script itself (one process, whatever SLURM_NTASKS says the job may run).
+    let slurm_size = match num(env, "SLURM_STEP_NUM_TASKS")? {
+        Some(n) => Some(n),
+        None if env("SLURM_JOB_ID").is_some() => None,
+        None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
+    };
+    if let (Some(rank), Some(size)) = (num(env, "SLURM_PROCID")?, slurm_size) {
+        let nodes = [
+            "SLURM_STEP_NODELIST",
+            "SLURM_JOB_NODELIST",
+            "SLURM_NODELIST",
+        ]
+        .iter()
+        .find_map(|v| env(v).filter(|s| !s.trim().is_empty()));
+        let job_id = env("SLURM_JOB_ID").unwrap_or_default();
+        let step_id = env("SLURM_STEP_ID").unwrap_or_default();
+        let addr = match (explicit, &nodes) {
+            (Some(a), _) => Some(a),
+            (None, Some(list)) => {
+                let host = nodelist::first_host(list)
+                    .map_err(|e| Error::Launch(format!("Slurm node list: {e}")))?;
+                Some((
+                    host,
+                    port_override.unwrap_or_else(|| slurm_port(&job_id, &step_id)),
+                ))
+            }
+            (None, None) => None,
+        };
+        let mut t = launch(
+            "slurm",
+            rank,
+            size,
+            num(env, "SLURM_LOCALID")?,
+            addr,
+            format!("slurm:{job_id}.{step_id}"),
+        );
+        t.expected_hosts = nodes.and_then(|list| slurm_hosts(env, &list, size));
+        return found(t);
+    }
+    if let (Some(rank), Some(size)) = (num(env, "PMI_RANK")?, num(env, "PMI_SIZE")?) {
+        let t = launch("PMI (mpiexec)", rank, size, None, explicit, "pmi".into());
+        return found(t);
+    }
+    if let Some(rank) = num(env, "PMIX_RANK")?.filter(|r| *r > 0) {
+        let t = launch("PMIx", rank, rank + 1, None, None, String::new());
+        return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+    }
+    Ok(None)
+}
+
+/// The message for a multi-process launch that has no way to meet: the classic "N independent
+/// rank-0 runs" of a binary without MPI under mpirun.
+fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
+    let why = if no_mpi {
+        "this binary was built without MPI"
+    } else {
+        "NCCL_PERF_BOOTSTRAP=env was asked for"
+    };
+    let size = if t.launcher == "PMIx" {
+        "several".to_string()
+    } else {
+        t.size.to_string()
+    };
+    format!(
+        "wrong launch: {} started this process as rank {} of {size}, but {why} and no rendezvous \
+         address is set, so each process would run alone as rank 0 of 1. Either use a build with \
+         MPI (`cargo build --features mpi`), or give every process \
+         NCCL_PERF_RENDEZVOUS=<host of rank 0>:<free port> (with mpirun: -x NCCL_PERF_RENDEZVOUS=...)",
+        t.launcher, t.rank
+    )
+}
+
+/// A port derived from the job and step ids, so concurrent steps on one node do not collide:
+/// 20000..29999 (below Linux' ephemeral range).
+fn slurm_port(job: &str, step: &str) -> u16 {
+    let h = job
+        .bytes()
+        .chain([b'.'])
+        .chain(step.bytes())
+        .fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
+    20000 + (h % 10000) as u16
+}
+
+/// Each rank's host under Slurm's block distribution (the default), when the variables tell.
+fn slurm_hosts(env: Env, list: &str, size: usize) -> Option<Vec<String>> {
+    let dist = env("SLURM_DISTRIBUTION").unwrap_or_default();
+    if !(dist.is_empty() || dist.starts_with("block")) {
+        return None;
+    }
+    let counts = env("SLURM_STEP_TASKS_PER_NODE").or_else(|| env("SLURM_TASKS_PER_NODE"))?;
+    let hosts = nodelist::expand_hosts(list).ok()?;
+    let counts = nodelist::expand_counts(&counts).ok()?;
+    nodelist::block_hosts(&hosts, &counts).filter(|h| h.len() == size)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! Which processes share a host: nccl-tests' host hash (spec §6.2) and the local ranks and
+//! counts derived from everyone's hash.
+
+use std::collections::HashMap;
+
+/// nccl-tests' host hash: djb2-xor over the bytes (as signed char) of `hostname ‖ boot_id`.
+pub fn host_hash(hostname: &str, boot_id: &str) -> u64 {
+    hostname
+        .bytes()
+        .chain(boot_id.bytes())
+        .fold(5381u64, |h, c| {
+            h.wrapping_shl(5).wrapping_add(h) ^ (c as i8 as i64 as u64)
+        })
+}
+
+/// This host's hash: short host name and the first token of the kernel's boot id (so two
+/// containers with the same host name on different machines differ).
+pub fn this_host_hash() -> u64 {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let token = boot.split_whitespace().next().unwrap_or("");
+    host_hash(&crate::host::short_hostname(), token)
+}
+
+/// For every process, how many lower ranks have the same hash.
+pub fn local_ranks(hashes: &[u64]) -> Vec<usize> {
+    index_and_count(hashes)
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// For every process, how many processes have its hash.
+pub fn local_sizes(hashes: &[u64]) -> Vec<usize> {
+    index_and_count(hashes)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect()
+}
+
+/// For every process, its index among the processes of the same colour and their number.
+pub fn groups(colors: &[i64]) -> Vec<(usize, usize)> {
+    index_and_count(colors)
+}
+
+/// For every element: how many earlier elements equal it, and how many elements equal it.
+fn index_and_count<T: Eq + std::hash::Hash + Copy>(keys: &[T]) -> Vec<(usize, usize)> {
+    let mut seen: HashMap<T, usize> = HashMap::new();
+    let index: Vec<usize> = keys
+        .iter()
+        .map(|k| {
+            let n = seen.entry(*k).or_insert(0);
+            *n += 1;
+            *n - 1
+        })
+        .collect();
+    index
+        .into_iter()
+        .zip(keys)
+        .map(|(i, k)| (i, seen[k]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_matches_the_c_loop() {
+        // h = 5381; h = (h << 5) + h ^ c, with c as signed char.
+        let mut h: u64 = 5381;
+        for c in "dgx01".bytes().chain("6f1c-xx\u{e9}".bytes()) {
+            h = (h << 5).wrapping_add(h) ^ (c as i8 as i64 as u64);
+        }
+        assert_eq!(host_hash("dgx01", "6f1c-xx\u{e9}"), h);
+        assert_ne!(host_hash("a", "1"), host_hash("a", "2"));
+        assert_eq!(this_host_hash(), this_host_hash());
+    }
+
+    #[test]
+    fn local_ranks_count_lower_ranks_on_the_same_host() {
+        let h = [7, 9, 7, 7, 9];
+        assert_eq!(local_ranks(&h), [0, 0, 1, 2, 1]);
+        assert_eq!(local_sizes(&h), [3, 2, 3, 3, 2]);
+        assert_eq!(groups(&[0, 1, 0, 1]), [(0, 2), (0, 2), (1, 2), (1, 2)]);
+    }
+}

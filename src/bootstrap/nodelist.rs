@@ -1,0 +1,176 @@
+//! Slurm's compressed host lists (`node[01-04,07],gpu-a[1-2]-b[3,5],login`) and task counts
+//! (`2(x3),1`), expanded to one entry per host or per node.
+
+/// Expands a Slurm host list to host names in order. Ranges keep their zero padding
+/// (`n[08-10]` → `n08 n09 n10`); several bracket groups in one name multiply out.
+pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for item in split_top_level(list)? {
+        if item.is_empty() {
+            continue;
+        }
+        let mut names = vec![String::new()];
+        let mut rest = item;
+        while let Some(open) = rest.find('[') {
+            let close = rest[open..]
+                .find(']')
+                .map(|c| open + c)
+                .ok_or_else(|| format!("unbalanced '[' in host list '{list}'"))?;
+            let prefix = &rest[..open];
+            let choices = expand_ranges(&rest[open + 1..close], list)?;
+            names = names
+                .iter()
+                .flat_map(|n| choices.iter().map(move |c| format!("{n}{prefix}{c}")))
+                .collect();
+            rest = &rest[close + 1..];
+        }
+        if rest.contains(']') {
+            return Err(format!("unbalanced ']' in host list '{list}'"));
+        }
+        out.extend(names.into_iter().map(|n| n + rest));
+    }
+    Ok(out)
+}
+
+/// The first host of a Slurm host list, without expanding the rest.
+pub fn first_host(list: &str) -> Result<String, String> {
+    expand_hosts(list)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("empty host list '{list}'"))
+}
+
+/// Splits on commas that are not inside brackets.
+fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if !(0..=1).contains(&depth) {
+            return Err(format!("unbalanced brackets in host list '{list}'"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced brackets in host list '{list}'"));
+    }
+    items.push(list[start..].trim());
+    Ok(items)
+}
+
+/// `01-03,07` → `01 02 03 07`, keeping the width of the lower bound.
+fn expand_ranges(spec: &str, list: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("bad range '[{spec}]' in host list '{list}'");
+    let mut out = Vec::new();
+    for part in spec.split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        if lo.is_empty() || !lo.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let a: u64 = lo.parse().map_err(|_| bad())?;
+        let b: u64 = hi.parse().map_err(|_| bad())?;
+        if b < a || b - a > 100_000 {
+            return Err(bad());
+        }
+        let width = lo.len();
+        out.extend((a..=b).map(|v| format!("{v:0width$}")));
+    }
+    Ok(out)
+}
+
+/// Expands `SLURM_TASKS_PER_NODE` (`2(x3),1` → `2 2 2 1`).
+pub fn expand_counts(spec: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("bad task count list '{spec}'");
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (n, times) = match part.split_once("(x") {
+            Some((n, t)) => (n, t.strip_suffix(')').ok_or_else(bad)?),
+            None => (part, "1"),
+        };
+        let n: usize = n.parse().map_err(|_| bad())?;
+        let times: usize = times.parse().map_err(|_| bad())?;
+        if times > 1_000_000 {
+            return Err(bad());
+        }
+        out.extend(std::iter::repeat_n(n, times));
+    }
+    Ok(out)
+}
+
+/// The host of every task under Slurm's default block distribution: the first `counts[0]` tasks
+/// on the first host, and so on. `None` when the lists do not match.
+pub fn block_hosts(hosts: &[String], counts: &[usize]) -> Option<Vec<String>> {
+    if hosts.len() != counts.len() {
+        return None;
+    }
+    Some(
+        hosts
+            .iter()
+            .zip(counts)
+            .flat_map(|(h, &n)| std::iter::repeat_n(h.clone(), n))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(s: &str) -> Vec<String> {
+        expand_hosts(s).unwrap()
+    }
+
+    #[test]
+    fn plain_and_bracketed_lists() {
+        assert_eq!(hosts("dgx01"), ["dgx01"]);
+        assert_eq!(
+            hosts("node[01-04]"),
+            ["node01", "node02", "node03", "node04"]
+        );
+        assert_eq!(
+            hosts("node[01-02,07],other"),
+            ["node01", "node02", "node07", "other"]
+        );
+        assert_eq!(hosts("n[8-10]"), ["n8", "n9", "n10"]);
+        assert_eq!(hosts("n[08-10]"), ["n08", "n09", "n10"]);
+        assert_eq!(hosts("a,b, c"), ["a", "b", "c"]);
+        assert_eq!(hosts("gpu[1-2]-ib"), ["gpu1-ib", "gpu2-ib"]);
+        assert_eq!(hosts("r[1-2]n[1,3]"), ["r1n1", "r1n3", "r2n1", "r2n3"]);
+        assert_eq!(first_host("node[03-04],login").unwrap(), "node03");
+    }
+
+    #[test]
+    fn malformed_lists_are_errors() {
+        for bad in [
+            "node[01-",
+            "node01]",
+            "node[a-b]",
+            "node[5-3]",
+            "n[[1]]",
+            "n[]",
+        ] {
+            assert!(expand_hosts(bad).is_err(), "{bad}");
+        }
+        assert!(first_host("").is_err());
+    }
+
+    #[test]
+    fn task_counts_and_block_distribution() {
+        assert_eq!(expand_counts("2(x3),1").unwrap(), [2, 2, 2, 1]);
+        assert_eq!(expand_counts("8").unwrap(), [8]);
+        assert!(expand_counts("2(x").is_err());
+        let h = hosts("n[1-2]");
+        assert_eq!(
+            block_hosts(&h, &[2, 1]).unwrap(),
+            ["n1".to_string(), "n1".into(), "n2".into()]
+        );
+        assert!(block_hosts(&h, &[2]).is_none());
+    }
+}

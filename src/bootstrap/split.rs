@@ -1,0 +1,144 @@
+//! `NCCL_TESTS_SPLIT_MASK` / `NCCL_TESTS_SPLIT`: the colour that puts a process into one of
+//! several independent communicators (spec §2.6, §6.2). Colours are world rank op value;
+//! processes with equal colours form one group.
+
+/// The split colour of `world_rank`, from the values of `NCCL_TESTS_SPLIT_MASK` and
+/// `NCCL_TESTS_SPLIT` (the mask wins when both are set). No variable gives colour 0.
+/// Unlike nccl-tests, `MOD 0` / `DIV 0` are an error instead of a crash.
+pub fn color(world_rank: usize, mask: Option<&str>, split: Option<&str>) -> Result<i64, String> {
+    let rank = world_rank as u64;
+    let c = if let Some(m) = mask {
+        // strtoul(value, NULL, 16): optional 0x, junk reads as 0.
+        let t = m.trim_start();
+        let t = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
+        rank & read_digits(t, 16)
+    } else if let Some(s) = split {
+        match parse_split(s) {
+            None => 0,
+            Some((op, v)) => match op {
+                Op::And => rank & v,
+                Op::Or => rank | v,
+                Op::Mod if v == 0 => {
+                    return Err(format!(
+                        "NCCL_TESTS_SPLIT='{s}': MOD 0 divides by zero; use a value of 1 or more"
+                    ));
+                }
+                Op::Div if v == 0 => {
+                    return Err(format!(
+                        "NCCL_TESTS_SPLIT='{s}': DIV 0 divides by zero; use a value of 1 or more"
+                    ));
+                }
+                Op::Mod => rank % v,
+                Op::Div => rank / v,
+            },
+        }
+    } else {
+        0
+    };
+    i32::try_from(c)
+        .map(i64::from)
+        .map_err(|_| format!("split colour {c} of rank {world_rank} does not fit in an int"))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    And,
+    Or,
+    Mod,
+    Div,
+}
+
+/// `<op><value>`: op `AND`/`&`, `OR`/`|`, `MOD`/`%`, `DIV`/`/` (case-insensitive); value after
+/// optional blanks, `0b` binary or C base-0 (`0x` hex, leading-`0` octal, decimal).
+fn parse_split(s: &str) -> Option<(Op, u64)> {
+    let t = s.trim_start();
+    let ops: [(&str, Op); 8] = [
+        ("and", Op::And),
+        ("&", Op::And),
+        ("or", Op::Or),
+        ("|", Op::Or),
+        ("mod", Op::Mod),
+        ("%", Op::Mod),
+        ("div", Op::Div),
+        ("/", Op::Div),
+    ];
+    let (op, rest) = ops.iter().find_map(|(name, op)| {
+        let head = t.get(..name.len())?;
+        head.eq_ignore_ascii_case(name)
+            .then(|| (*op, &t[name.len()..]))
+    })?;
+    let v = rest.trim_start();
+    let value = if let Some(b) = v.strip_prefix("0b").or_else(|| v.strip_prefix("0B")) {
+        read_digits(b, 2)
+    } else if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        read_digits(h, 16)
+    } else if v.starts_with('0') {
+        read_digits(v, 8)
+    } else {
+        read_digits(v, 10)
+    };
+    Some((op, value))
+}
+
+/// The leading digits of `s` in `radix` (strtoul without sign); saturates on overflow.
+fn read_digits(s: &str, radix: u32) -> u64 {
+    s.chars()
+        .map_while(|c| c.to_digit(radix))
+        .fold(0u64, |acc, d| {
+            acc.saturating_mul(radix as u64).saturating_add(d as u64)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(rank: usize, s: &str) -> Result<i64, String> {
+        color(rank, None, Some(s))
+    }
+
+    #[test]
+    fn no_variable_is_one_group() {
+        assert_eq!(color(7, None, None), Ok(0));
+    }
+
+    #[test]
+    fn mask_is_hex_and_wins() {
+        assert_eq!(color(7, Some("0x3"), Some("MOD 2")), Ok(3));
+        assert_eq!(color(7, Some("6"), None), Ok(6));
+        assert_eq!(color(13, Some("0x0"), None), Ok(0));
+        assert_eq!(color(13, Some("junk"), None), Ok(0));
+        assert_eq!(color(15, Some(" 0X7"), None), Ok(7));
+    }
+
+    #[test]
+    fn split_ops_and_value_forms() {
+        assert_eq!(split(13, "AND 0x3"), Ok(1));
+        assert_eq!(split(13, "and0b110"), Ok(4));
+        assert_eq!(split(5, "&2"), Ok(0));
+        assert_eq!(split(5, "OR 8"), Ok(13));
+        assert_eq!(split(5, "|010"), Ok(13));
+        assert_eq!(split(13, "MOD 4"), Ok(1));
+        assert_eq!(split(13, "%4"), Ok(1));
+        assert_eq!(split(13, "div 4"), Ok(3));
+        assert_eq!(split(13, "/ 8"), Ok(1));
+        assert_eq!(split(13, "XOR 1"), Ok(0));
+        assert_eq!(split(13, ""), Ok(0));
+    }
+
+    #[test]
+    fn division_by_zero_is_an_error_not_a_crash() {
+        let e = split(3, "MOD 0").unwrap_err();
+        assert!(e.contains("MOD 0"), "{e}");
+        assert!(split(3, "DIV 0").unwrap_err().contains("DIV 0"));
+        assert!(split(3, "/junk").is_err());
+    }
+
+    #[test]
+    fn colours_must_fit_an_int() {
+        assert!(split(1, "OR 0x80000000").is_err());
+    }
+}

@@ -1,0 +1,394 @@
+//! The launcher bootstrap: rank, size and local rank come from the launcher's environment, and
+//! the processes meet over TCP at rank 0 (std::net only, no SSH, no MPI). Rank 0 listens; every
+//! other rank connects with bounded retries and says hello; rank 0 answers each with its local
+//! and group ranks. Collectives go through rank 0 (star): each rank sends its part, rank 0
+//! combines and answers. Every wait is bounded by the bootstrap timeout: a rank that never
+//! arrives or leaves makes rank 0 stop everyone with a message naming it. Meeting is in
+//! `meet.rs`, the wire format in `wire.rs`.
+
+mod meet;
+mod wire;
+
+use super::launch::TcpLaunch;
+use super::{Bootstrap, Group, Reduce, local};
+use crate::error::{Error, Result};
+use meet::Hello;
+use std::net::TcpStream;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use wire::{Decoder, Encoder, RecvError};
+
+/// Rank 0's side of a collective: every rank's contribution and colour (in rank order) → every
+/// rank's answer.
+type Combine<'a> = &'a dyn Fn(&[Vec<u8>], &[i64]) -> Vec<Vec<u8>>;
+
+/// How much longer than rank 0 the others wait for an answer: rank 0 gives up first and says why.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Processes that met over TCP (or a launcher's single process, which needs no network).
+pub struct TcpBootstrap {
+    launcher: &'static str,
+    rank: usize,
+    size: usize,
+    local_rank: usize,
+    local_size: usize,
+    group: Group,
+    address: String,
+    timeout: Duration,
+    link: Mutex<Link>,
+}
+
+enum Link {
+    Alone,
+    Root(Vec<Peer>),
+    Leaf(TcpStream),
+    Broken(String),
+}
+
+/// A process as rank 0 knows it.
+struct Peer {
+    rank: usize,
+    host: String,
+    pid: u32,
+    color: i64,
+    stream: TcpStream,
+}
+
+fn failure(msg: String, timed_out: bool) -> Error {
+    Error::Bootstrap { msg, timed_out }
+}
+
+impl TcpBootstrap {
+    /// Meets the other processes of `launch`; `color` is this process' split colour.
+    pub fn connect(launch: &TcpLaunch, color: i64) -> Result<TcpBootstrap> {
+        let me = Hello {
+            rank: launch.rank,
+            size: launch.size,
+            local_rank: launch.local_rank,
+            color,
+            hash: local::this_host_hash(),
+            pid: std::process::id(),
+            job: launch.job.clone(),
+            host: crate::host::short_hostname(),
+        };
+        let mut b = TcpBootstrap {
+            launcher: launch.launcher,
+            rank: launch.rank,
+            size: launch.size,
+            local_rank: launch.local_rank.unwrap_or(0),
+            local_size: 1,
+            group: Group {
+                color,
+                rank: 0,
+                size: 1,
+            },
+            address: format_address(&launch.host, launch.port),
+            timeout: launch.timeout,
+            link: Mutex::new(Link::Alone),
+        };
+        if launch.size <= 1 {
+            return Ok(b);
+        }
+        let link = if launch.rank == 0 {
+            let peers = b.accept_all(launch, &me)?;
+            Link::Root(peers)
+        } else {
+            Link::Leaf(b.join(launch, &me)?)
+        };
+        b.link = Mutex::new(link);
+        Ok(b)
+    }
+
+    /// Reads rank 0's answer (welcome or reply), turning an abort into an error.
+    fn answer(&self, stream: &mut TcpStream, what: &str) -> Result<Vec<u8>> {
+        match wire::recv(stream, Instant::now() + self.timeout + GRACE) {
+            Ok((wire::ABORT, body)) => {
+                let mut d = Decoder(&body);
+                let timed_out = d.u32().unwrap_or(0) != 0;
+                let why = d.str().unwrap_or_default();
+                Err(failure(format!("rank 0 stopped the run: {why}"), timed_out))
+            }
+            Ok((_, body)) => Ok(body),
+            Err(RecvError::Closed) => Err(failure(
+                format!(
+                    "lost the connection to rank 0 at {} during the {what}: rank 0 ended or failed",
+                    self.address
+                ),
+                false,
+            )),
+            Err(RecvError::TimedOut) => Err(failure(
+                format!(
+                    "rank 0 at {} did not answer the {what} within {}; missing: rank 0",
+                    self.address,
+                    secs(self.timeout + GRACE)
+                ),
+                true,
+            )),
+            Err(RecvError::Other(e)) => Err(failure(
+                format!("rank 0 at {}: {e} during the {what}", self.address),
+                false,
+            )),
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Link>> {
+        self.link
+            .lock()
+            .map_err(|_| Error::Internal("a thread failed inside the bootstrap".into()))
+    }
+
+    /// One collective: every rank contributes `body`; rank 0 computes each rank's answer with
+    /// `combine` (bodies in rank order → one answer per rank).
+    fn collective(&self, tag: u8, body: Vec<u8>, combine: Combine) -> Result<Vec<u8>> {
+        let what = wire::tag_name(tag);
+        let mut link = self.lock()?;
+        let outcome = match &mut *link {
+            Link::Alone => Ok(combine(&[body], &[self.group.color]).swap_remove(0)),
+            Link::Broken(why) => Err(failure(
+                format!("the bootstrap already failed: {why}"),
+                false,
+            )),
+            Link::Leaf(stream) => match wire::send(stream, tag, &body, self.timeout) {
+                Ok(()) => self.answer(stream, what),
+                Err(e) => Err(failure(
+                    format!(
+                        "lost the connection to rank 0 at {} during the {what}: {e}",
+                        self.address
+                    ),
+                    false,
+                )),
+            },
+            Link::Root(peers) => self.root_round(peers, tag, body, combine),
+        };
+        if let Err(e) = &outcome {
+            *link = Link::Broken(e.to_string());
+        }
+        outcome
+    }
+
+    fn root_round(
+        &self,
+        peers: &mut [Peer],
+        tag: u8,
+        mine: Vec<u8>,
+        combine: Combine,
+    ) -> Result<Vec<u8>> {
+        let what = wire::tag_name(tag);
+        let deadline = Instant::now() + self.timeout;
+        let mut bodies = vec![mine];
+        for i in 0..peers.len() {
+            let got = wire::recv(&mut peers[i].stream, deadline);
+            let (rank, pid, host) = (peers[i].rank, peers[i].pid, peers[i].host.clone());
+            let problem = match got {
+                Ok((t, body)) if t == tag => {
+                    bodies.push(body);
+                    continue;
+                }
+                Ok((t, _)) => failure(
+                    format!(
+                        "rank {rank} ({host}) is out of step: it sent a {} while rank 0 is in a {what}",
+                        wire::tag_name(t)
+                    ),
+                    false,
+                ),
+                Err(RecvError::Closed) => failure(
+                    format!(
+                        "rank {rank} (pid {pid} on {host}) left the run before the {what}: its \
+                         process ended or failed"
+                    ),
+                    false,
+                ),
+                Err(RecvError::Other(e)) => failure(
+                    format!("rank {rank} ({host}): {e} during the {what}"),
+                    false,
+                ),
+                Err(RecvError::TimedOut) => {
+                    // Who else is missing: those that have neither sent nor closed.
+                    let mut by_rank = vec![String::new(); self.size];
+                    let mut ranks = Vec::new();
+                    for q in &peers[i..] {
+                        if q.rank == rank || wire::poll(&q.stream) != Some(true) {
+                            ranks.push(q.rank);
+                            by_rank[q.rank] = q.host.clone();
+                        }
+                    }
+                    failure(
+                        format!(
+                            "timed out after {} waiting for the {what}; missing: {}",
+                            secs(self.timeout),
+                            rank_list(&ranks, Some(&by_rank))
+                        ),
+                        true,
+                    )
+                }
+            };
+            let (text, timed_out) = match &problem {
+                Error::Bootstrap { msg, timed_out } => (msg.clone(), *timed_out),
+                other => (other.to_string(), false),
+            };
+            abort_all(peers.iter_mut().map(|p| &mut p.stream), &text, timed_out);
+            return Err(problem);
+        }
+        let colors: Vec<i64> = std::iter::once(self.group.color)
+            .chain(peers.iter().map(|p| p.color))
+            .collect();
+        let mut answers = combine(&bodies, &colors).into_iter();
+        let own = answers.next().unwrap_or_default();
+        for (p, a) in peers.iter_mut().zip(answers) {
+            if let Err(e) = wire::send(&mut p.stream, wire::REPLY, &a, self.timeout) {
+                let msg = format!("rank {} ({}) left during the {what}: {e}", p.rank, p.host);
+                abort_all(peers.iter_mut().map(|p| &mut p.stream), &msg, false);
+                return Err(failure(msg, false));
+            }
+        }
+        Ok(own)
+    }
+}
+
+impl Bootstrap for TcpBootstrap {
+    fn world_size(&self) -> usize {
+        self.size
+    }
+    fn world_rank(&self) -> usize {
+        self.rank
+    }
+    fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+    fn local_size(&self) -> usize {
+        self.local_size
+    }
+    fn group(&self) -> Group {
+        if self.size <= 1 {
+            return Group {
+                color: self.group.color,
+                rank: 0,
+                size: 1,
+            };
+        }
+        self.group
+    }
+    fn describe(&self) -> String {
+        if self.size <= 1 {
+            return format!("{} (1 process, no rendezvous needed)", self.launcher);
+        }
+        format!(
+            "{} environment, TCP rendezvous at {} (timeout {})",
+            self.launcher,
+            self.address,
+            secs(self.timeout)
+        )
+    }
+    fn barrier(&self) -> Result<()> {
+        self.collective(wire::BARRIER, Vec::new(), &|b, _| vec![Vec::new(); b.len()])
+            .map(|_| ())
+    }
+    fn allreduce(&self, v: f64, op: Reduce) -> Result<f64> {
+        let body = Encoder::default().f64(v).0;
+        let r = self.collective(wire::REDUCE, body, &|bodies, _| {
+            let vals = bodies.iter().map(|b| Decoder(b).f64().unwrap_or(f64::NAN));
+            let total = vals.reduce(|a, b| op.apply(a, b)).unwrap_or(f64::NAN);
+            vec![Encoder::default().f64(total).0; bodies.len()]
+        })?;
+        Decoder(&r)
+            .f64()
+            .map_err(|e| failure(format!("bad allreduce answer: {e}"), false))
+    }
+    fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()> {
+        let r = self.collective(wire::BCAST, id.to_vec(), &|bodies, colors| {
+            // Each group gets the id of its lowest rank.
+            colors
+                .iter()
+                .map(|c| {
+                    let leader = colors.iter().position(|x| x == c).unwrap_or(0);
+                    bodies[leader].clone()
+                })
+                .collect()
+        })?;
+        if r.len() != id.len() {
+            return Err(failure("bad id broadcast answer".into(), false));
+        }
+        id.copy_from_slice(&r);
+        Ok(())
+    }
+    fn gather(&self, text: String) -> Result<Vec<String>> {
+        let body = Encoder::default().str(&text).0;
+        let gathered = Mutex::new(Vec::new());
+        self.collective(wire::GATHER, body, &|bodies, _| {
+            if let Ok(mut g) = gathered.lock() {
+                *g = bodies
+                    .iter()
+                    .map(|b| Decoder(b).str().unwrap_or_default())
+                    .collect();
+            }
+            vec![Vec::new(); bodies.len()]
+        })?;
+        if self.rank != 0 {
+            return Ok(Vec::new());
+        }
+        gathered
+            .into_inner()
+            .map_err(|_| Error::Internal("gather failed".into()))
+    }
+}
+
+/// Tells every reachable peer why the run stops (best effort); `timed_out` sets their exit code.
+fn abort_all<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, timed_out: bool) {
+    let body = Encoder::default().u32(u32::from(timed_out)).str(why).0;
+    for s in peers {
+        let _ = wire::send(s, wire::ABORT, &body, Duration::from_secs(1));
+    }
+}
+
+fn format_address(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// `1, 3-5 (node02), 7 (node04)`: ranks in ranges, with their host where known; long lists cut.
+pub fn rank_list(ranks: &[usize], hosts: Option<&[String]>) -> String {
+    let host = |r: usize| {
+        hosts
+            .and_then(|h| h.get(r))
+            .filter(|h| !h.is_empty())
+            .cloned()
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len()
+            && ranks[j + 1] == ranks[j] + 1
+            && host(ranks[j + 1]) == host(ranks[i])
+        {
+            j += 1;
+        }
+        let span = if i == j {
+            format!("rank {}", ranks[i])
+        } else {
+            format!("ranks {}-{}", ranks[i], ranks[j])
+        };
+        parts.push(match host(ranks[i]) {
+            Some(h) => format!("{span} (on {h})"),
+            None => span,
+        });
+        i = j + 1;
+    }
+    const SHOWN: usize = 16;
+    if parts.len() > SHOWN {
+        let more = parts.len() - SHOWN;
+        parts.truncate(SHOWN);
+        parts.push(format!("and {more} more"));
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests;

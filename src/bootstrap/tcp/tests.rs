@@ -1,0 +1,180 @@
+//! The rendezvous between threads of this test process, over loopback.
+
+use super::*;
+use std::net::TcpListener;
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
+    TcpLaunch {
+        launcher: "test",
+        rank,
+        size,
+        local_rank: None,
+        host: "127.0.0.1".into(),
+        port,
+        expected_hosts: None,
+        job: "test-job".into(),
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
+/// Runs `f` on `ranks` of a `size`-process run, one thread each, returning each rank's result.
+fn run_ranks<T: Send>(
+    size: usize,
+    ranks: &[usize],
+    timeout_ms: u64,
+    colors: &[i64],
+    f: impl Fn(&TcpBootstrap) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+    let port = free_port();
+    std::thread::scope(|s| {
+        let f = &f;
+        let hs: Vec<_> = ranks
+            .iter()
+            .map(|&r| {
+                let color = colors.get(r).copied().unwrap_or(0);
+                s.spawn(move || {
+                    let b = TcpBootstrap::connect(&launch(r, size, port, timeout_ms), color)?;
+                    f(&b)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn four_ranks_meet_and_run_every_collective() {
+    let colors = [0, 1, 0, 1];
+    let results = run_ranks(4, &[0, 1, 2, 3], 20_000, &colors, |b| {
+        b.barrier()?;
+        let sum = b.allreduce(b.world_rank() as f64 + 1.0, Reduce::Sum)?;
+        let max = b.allreduce(b.world_rank() as f64, Reduce::Max)?;
+        let mut id = [b.world_rank() as u8 + 10; 128];
+        b.broadcast_id(&mut id)?;
+        let texts = b.gather(format!("r{}", b.world_rank()))?;
+        b.barrier()?;
+        Ok((
+            b.world_rank(),
+            b.local_rank(),
+            b.local_size(),
+            b.group(),
+            sum,
+            max,
+            id[0],
+            texts,
+        ))
+    });
+    for r in results {
+        let (rank, local, local_size, group, sum, max, id, texts) = r.unwrap();
+        // All threads share one host: local ranks follow the world ranks.
+        assert_eq!((local, local_size), (rank, 4));
+        assert_eq!(group.color, colors[rank]);
+        assert_eq!((group.rank, group.size), (rank / 2, 2));
+        assert_eq!((sum, max), (10.0, 3.0));
+        // Group leaders are ranks 0 and 1.
+        assert_eq!(id, 10 + (rank % 2) as u8);
+        if rank == 0 {
+            assert_eq!(texts, ["r0", "r1", "r2", "r3"]);
+        } else {
+            assert!(texts.is_empty());
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_never_arrives_is_named_by_everyone() {
+    let start = Instant::now();
+    let results = run_ranks(4, &[0, 1, 3], 1_500, &[], |b| b.barrier());
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    for r in results {
+        let e = r.unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("missing: rank 2"), "{msg}");
+        assert_eq!(e.exit_code(), crate::error::code::TIMEOUT, "{msg}");
+    }
+}
+
+#[test]
+fn without_rank_0_the_others_name_it() {
+    let results = run_ranks(3, &[1, 2], 500, &[], |b| b.barrier());
+    for r in results {
+        let msg = r.unwrap_err().to_string();
+        assert!(
+            msg.contains("could not reach rank 0 at 127.0.0.1:"),
+            "{msg}"
+        );
+        assert!(msg.contains("missing: rank 0"), "{msg}");
+    }
+}
+
+#[test]
+fn a_rank_that_leaves_is_named_at_the_next_collective() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 2 {
+            return Ok(());
+        }
+        b.barrier()
+    });
+    assert!(results[2].is_ok());
+    for r in &results[..2] {
+        let msg = r.as_ref().unwrap_err().to_string();
+        assert!(
+            msg.contains("rank 2") && msg.contains("left the run"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn one_process_needs_no_network() {
+    let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0).unwrap();
+    b.barrier().unwrap();
+    assert_eq!(b.allreduce(3.0, Reduce::Sum).unwrap(), 3.0);
+    assert_eq!(b.gather("x".into()).unwrap(), ["x"]);
+    assert!(b.describe().contains("1 process"));
+}
+
+#[test]
+fn strays_and_duplicates() {
+    // A process of another job is refused; the run goes on.
+    let port = free_port();
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let root = s.spawn(|| TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0)?.barrier());
+        let stray = s.spawn(|| {
+            let mut l = launch(1, 2, port, 10_000);
+            l.job = "other-job".into();
+            TcpBootstrap::connect(&l, 0).map(|_| ())
+        });
+        let stray = stray.join().unwrap();
+        let msg = stray.unwrap_err().to_string();
+        assert!(
+            msg.contains("refused") && msg.contains("other-job"),
+            "{msg}"
+        );
+        let good = s.spawn(|| TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0)?.barrier());
+        vec![root.join().unwrap(), good.join().unwrap()]
+    });
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+}
+
+#[test]
+fn rank_lists_are_compact() {
+    let hosts: Vec<String> = ["a", "a", "b", "b", "b", ""].map(String::from).to_vec();
+    assert_eq!(
+        rank_list(&[1, 2, 3, 5], Some(&hosts)),
+        "rank 1 (on a), ranks 2-3 (on b), rank 5"
+    );
+    assert_eq!(rank_list(&[0, 1, 2, 7], None), "ranks 0-2, rank 7");
+    let many: Vec<usize> = (0..100).step_by(2).collect();
+    assert!(rank_list(&many, None).ends_with("and 34 more"));
+}

@@ -1,0 +1,235 @@
+//! The rendezvous' messages on the wire: `u32` little-endian length, one tag byte, the body.
+//! Bodies are built with [`Encoder`] and read with [`Decoder`]; every read has a deadline.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// First word of a hello: the protocol name and version.
+pub const MAGIC: u32 = 0x4e43_5031;
+
+/// A process introduces itself to rank 0.
+pub const HELLO: u8 = 1;
+/// Rank 0 accepts a process: its local and group ranks.
+pub const WELCOME: u8 = 2;
+/// Collective: barrier.
+pub const BARRIER: u8 = 3;
+/// Collective: allreduce of one f64.
+pub const REDUCE: u8 = 4;
+/// Collective: broadcast of the 128-byte id within a group.
+pub const BCAST: u8 = 5;
+/// Collective: gather of one text per process.
+pub const GATHER: u8 = 6;
+/// Rank 0 ends the run; the body says why.
+pub const ABORT: u8 = 7;
+/// Rank 0's answer to a collective.
+pub const REPLY: u8 = 8;
+
+/// The largest message accepted (a gathered text block).
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// The name of a collective tag, for messages.
+pub fn tag_name(tag: u8) -> &'static str {
+    match tag {
+        HELLO => "hello",
+        WELCOME => "welcome",
+        BARRIER => "barrier",
+        REDUCE => "allreduce",
+        BCAST => "id broadcast",
+        GATHER => "gather",
+        ABORT => "abort",
+        REPLY => "reply",
+        _ => "unknown message",
+    }
+}
+
+/// Why a receive failed.
+#[derive(Debug)]
+pub enum RecvError {
+    /// The peer closed the connection (its process ended).
+    Closed,
+    /// Nothing complete arrived before the deadline.
+    TimedOut,
+    /// Anything else, as text.
+    Other(String),
+}
+
+/// Sends one message, giving up after `timeout` if the peer does not read.
+pub fn send(s: &mut TcpStream, tag: u8, body: &[u8], timeout: Duration) -> io::Result<()> {
+    let len = u32::try_from(body.len() + 1)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "message too large"))?;
+    let mut frame = Vec::with_capacity(body.len() + 5);
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.push(tag);
+    frame.extend_from_slice(body);
+    s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+    s.write_all(&frame)
+}
+
+/// Receives one message before `deadline`.
+pub fn recv(s: &mut TcpStream, deadline: Instant) -> Result<(u8, Vec<u8>), RecvError> {
+    let mut head = [0u8; 4];
+    read_exact(s, &mut head, deadline)?;
+    let len = u32::from_le_bytes(head) as usize;
+    if len == 0 || len > MAX_MESSAGE {
+        return Err(RecvError::Other(format!("bad message length {len}")));
+    }
+    let mut buf = vec![0u8; len];
+    read_exact(s, &mut buf, deadline)?;
+    let body = buf.split_off(1);
+    Ok((buf[0], body))
+}
+
+fn read_exact(s: &mut TcpStream, mut buf: &mut [u8], deadline: Instant) -> Result<(), RecvError> {
+    while !buf.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(RecvError::TimedOut);
+        }
+        s.set_read_timeout(Some(left))
+            .map_err(|e| RecvError::Other(e.to_string()))?;
+        match s.read(buf) {
+            Ok(0) => return Err(RecvError::Closed),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::TimedOut
+                | io::ErrorKind::Interrupted => {}
+                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
+                    return Err(RecvError::Closed);
+                }
+                _ => return Err(RecvError::Other(e.to_string())),
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Whether a peer has sent something (`Some(true)`), closed (`Some(false)`) or neither (`None`),
+/// without waiting.
+pub fn poll(s: &TcpStream) -> Option<bool> {
+    if s.set_nonblocking(true).is_err() {
+        return None;
+    }
+    let mut b = [0u8; 1];
+    let r = match s.peek(&mut b) {
+        Ok(0) => Some(false),
+        Ok(_) => Some(true),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        Err(_) => Some(false),
+    };
+    let _ = s.set_nonblocking(false);
+    r
+}
+
+/// Builds a message body.
+#[derive(Default)]
+pub struct Encoder(pub Vec<u8>);
+
+impl Encoder {
+    /// Appends a `u32`.
+    pub fn u32(mut self, v: u32) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Appends a `u64`.
+    pub fn u64(mut self, v: u64) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Appends an `i64`.
+    pub fn i64(self, v: i64) -> Self {
+        self.u64(v as u64)
+    }
+    /// Appends an `f64`.
+    pub fn f64(self, v: f64) -> Self {
+        self.u64(v.to_bits())
+    }
+    /// Appends a length-prefixed string.
+    pub fn str(mut self, s: &str) -> Self {
+        self = self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+}
+
+/// Reads a message body front to back.
+pub struct Decoder<'a>(pub &'a [u8]);
+
+impl Decoder<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        if self.0.len() < n {
+            return Err("truncated message".into());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    /// Reads a `u32`.
+    pub fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    /// Reads a `u64`.
+    pub fn u64(&mut self) -> Result<u64, String> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    /// Reads an `i64`.
+    pub fn i64(&mut self) -> Result<i64, String> {
+        self.u64().map(|v| v as i64)
+    }
+    /// Reads an `f64`.
+    pub fn f64(&mut self) -> Result<f64, String> {
+        self.u64().map(f64::from_bits)
+    }
+    /// Reads a length-prefixed string.
+    pub fn str(&mut self) -> Result<String, String> {
+        let n = self.u32()? as usize;
+        let b = self.take(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| "invalid text in message".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let body = Encoder::default()
+            .u32(7)
+            .u64(u64::MAX)
+            .i64(-3)
+            .f64(2.5)
+            .str("héllo")
+            .0;
+        let mut d = Decoder(&body);
+        assert_eq!(d.u32(), Ok(7));
+        assert_eq!(d.u64(), Ok(u64::MAX));
+        assert_eq!(d.i64(), Ok(-3));
+        assert_eq!(d.f64(), Ok(2.5));
+        assert_eq!(d.str().as_deref(), Ok("héllo"));
+        assert!(d.u32().is_err());
+    }
+
+    #[test]
+    fn frames_over_loopback_and_deadlines() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        send(&mut a, GATHER, b"abc", Duration::from_secs(5)).unwrap();
+        let soon = Instant::now() + Duration::from_secs(5);
+        assert_eq!(recv(&mut b, soon).unwrap(), (GATHER, b"abc".to_vec()));
+        assert_eq!(poll(&b), None);
+        let t = Instant::now();
+        let r = recv(&mut b, Instant::now() + Duration::from_millis(100));
+        assert!(matches!(r, Err(RecvError::TimedOut)), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+        drop(a);
+        assert_eq!(poll(&b), Some(false));
+        assert!(matches!(recv(&mut b, soon), Err(RecvError::Closed)));
+    }
+}

@@ -1,0 +1,177 @@
+//! `--dry-run`: bootstrap for real, check the launch, and print (world rank 0, stdout,
+//! `#`-prefixed) what a run would do: each rank's host, pid, local rank and GPU, the sizes, the
+//! device memory per rank. No CUDA or NCCL library is loaded, so it works without GPUs and
+//! launches can be debugged anywhere.
+
+use super::placement::{self, GpuRecord, ProcessRecord};
+use crate::bootstrap::{self, Bootstrap};
+use crate::collective::Collective;
+use crate::error::{Result, code};
+use crate::options::Options;
+use std::collections::BTreeSet;
+
+/// How many sizes the plan lists one by one.
+const SIZES_SHOWN: usize = 64;
+
+/// Runs the dry run; exit code 0 when the launch is sound.
+pub fn run(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    boot: &dyn Bootstrap,
+) -> Result<u8> {
+    let per_process = opts.nthreads * opts.ngpus;
+    let cuda_visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let visible = placement::visible_without_cuda(cuda_visible.as_deref(), gpus_in_proc());
+    let forced = placement::parse_device(std::env::var("NCCL_TESTS_DEVICE").ok().as_deref())?;
+    let placed = placement::place(boot.local_rank(), per_process, visible, forced);
+    let me = ProcessRecord {
+        world_rank: boot.world_rank(),
+        group: boot.group().color,
+        host: crate::host::short_hostname(),
+        host_hash: bootstrap::local::this_host_hash(),
+        pid: std::process::id(),
+        local_rank: boot.local_rank(),
+        visible,
+        gpus: match &placed {
+            Ok(p) => (p.base..p.base + per_process)
+                .map(|d| GpuRecord {
+                    device: d,
+                    identity: placement::identity_without_cuda(d, cuda_visible.as_deref(), visible),
+                    pci: [0; 3],
+                    name: String::new(),
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        problem: placed.as_ref().err().map(|e| e.to_string()),
+    };
+    let verdict = placement::agree(boot, &me, per_process);
+    placed?;
+    let records = verdict?;
+    let nranks = boot.group().size * per_process as usize;
+    // Compute capability is unknown here: no fp8 filtering for `-d all`.
+    let plan = super::plan(
+        opts,
+        coll,
+        nranks,
+        (i32::MAX, 0),
+        opts.min_bytes,
+        opts.max_bytes,
+    )?;
+    if boot.world_rank() == 0 {
+        let text = render(opts, coll, program, boot, &records, &plan);
+        print!("{text}");
+    }
+    Ok(code::OK)
+}
+
+/// The plan as printed.
+fn render(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    boot: &dyn Bootstrap,
+    records: &[ProcessRecord],
+    plan: &super::Plan,
+) -> String {
+    let per_process = opts.nthreads * opts.ngpus;
+    let colors: BTreeSet<i64> = records.iter().map(|r| r.group).collect();
+    let mut s = format!(
+        "# nccl-perf dry run of {program}: no CUDA or NCCL library loaded, no GPU touched\n\
+         # Bootstrap: {}\n\
+         # Processes {} x threads {} x GPUs {} = {} ranks in {} communicator(s)\n",
+        boot.describe(),
+        records.len(),
+        opts.nthreads,
+        opts.ngpus,
+        records.len() as i64 * per_process,
+        colors.len()
+    );
+    for r in records {
+        let visible = r
+            .visible
+            .map_or_else(|| "unknown".to_string(), |v| v.to_string());
+        for d in r.device_infos(per_process) {
+            s += &format!(
+                "#  Rank {:2} Group {:2} Pid {:6} on {:>10} local rank {:2} device {:2} (visible GPUs: {visible})\n",
+                d.rank, d.group, d.pid, d.hostname, r.local_rank, d.device
+            );
+        }
+    }
+    let sizes = &plan.sizes;
+    let shown: Vec<String> = sizes.iter().take(SIZES_SHOWN).map(u64::to_string).collect();
+    let more = sizes.len().saturating_sub(SIZES_SHOWN);
+    s += &format!(
+        "# Sizes: {} from {} to {} bytes: {}{}\n",
+        sizes.len(),
+        sizes.first().copied().unwrap_or(0),
+        sizes.last().copied().unwrap_or(0),
+        shown.join(" "),
+        if more > 0 {
+            format!(" ... ({more} more)")
+        } else {
+            String::new()
+        }
+    );
+    let types: Vec<&str> = plan.types.iter().map(|t| t.name()).collect();
+    let ops: Vec<&str> = plan.ops.iter().map(|o| super::label(coll, *o)).collect();
+    let roots: Vec<String> = if coll.rooted() {
+        plan.roots.iter().map(usize::to_string).collect()
+    } else {
+        vec!["-".into()]
+    };
+    s += &format!(
+        "# Datatypes: {}; ops: {}; roots: {}\n",
+        types.join(" "),
+        ops.join(" "),
+        roots.join(" ")
+    );
+    let b = super::buffer_sizes(opts, opts.max_bytes);
+    let per_gpu = 2 * b.data as u64 + b.expected as u64 + if opts.check > 0 { 8 } else { 0 };
+    s += &format!(
+        "# Device memory per rank (GPU): send {} + receive {} + expected {} = {} bytes ({}); per process: {} bytes; before the clamp of -e to the smallest GPU's memory\n",
+        b.data,
+        b.data,
+        b.expected,
+        per_gpu,
+        binary_units(per_gpu),
+        per_gpu * per_process as u64
+    );
+    s += "# Dry run complete: the launch is consistent; nothing was run\n";
+    s
+}
+
+/// `402653184` → `384 MiB`.
+fn binary_units(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v} {}", units[u])
+    } else {
+        format!("{v:.2} {}", units[u])
+    }
+}
+
+/// GPUs the NVIDIA driver lists in `/proc/driver/nvidia/gpus` (unknown without the driver).
+fn gpus_in_proc() -> Option<i64> {
+    let dir = std::fs::read_dir("/proc/driver/nvidia/gpus").ok()?;
+    Some(dir.count() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_in_binary_units() {
+        assert_eq!(binary_units(402653184), "384 MiB");
+        assert_eq!(binary_units(1536), "1.50 KiB");
+        assert_eq!(binary_units(8), "8 B");
+    }
+}

@@ -1,0 +1,174 @@
+use super::*;
+
+fn ok(local_rank: usize, per_process: i64, visible: Option<i64>, forced: Option<i64>) -> Placement {
+    place(local_rank, per_process, visible, forced).unwrap()
+}
+
+#[test]
+fn formula_is_local_rank_times_gpus_per_process() {
+    assert_eq!(ok(0, 1, Some(8), None).base, 0);
+    assert_eq!(
+        ok(3, 1, Some(8), None),
+        Placement {
+            base: 3,
+            source: Source::Formula
+        }
+    );
+    assert_eq!(ok(1, 4, Some(8), None).base, 4);
+    // Without CUDA (dry run) the formula is all we know.
+    assert_eq!(ok(5, 2, None, None).base, 10);
+}
+
+#[test]
+fn a_process_that_sees_only_its_own_gpus_starts_at_0() {
+    // Slurm --gpus-per-task=1 / one pod per rank: local rank 5 sees one GPU.
+    assert_eq!(
+        ok(5, 1, Some(1), None),
+        Placement {
+            base: 0,
+            source: Source::OwnShare
+        }
+    );
+    assert_eq!(ok(1, 2, Some(2), None).base, 0);
+    // Counts cannot tell this from two processes sharing one host's 8 GPUs: the PCI ids
+    // gathered at rank 0 can (two_ranks_on_one_gpu_are_found_per_host).
+    assert_eq!(ok(1, 8, Some(8), None).base, 0);
+    // Counts cannot tell this from two processes sharing one host's 8 GPUs: the PCI ids
+    // gathered at rank 0 can (two_ranks_on_one_gpu_are_found_per_host).
+    assert_eq!(ok(1, 8, Some(8), None).base, 0);
+}
+
+#[test]
+fn too_few_gpus_is_upstreams_error() {
+    let e = place(1, 8, Some(12), None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::TooFewGpus {
+                requested: 16,
+                found: 12
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(place(2, 3, Some(8), None).is_err());
+    assert!(place(0, 2, Some(1), None).is_err());
+    let hint = too_few_hint(1, 2, 8, 8);
+    assert!(hint.contains("need 16 GPUs, 8 visible"), "{hint}");
+}
+
+#[test]
+fn nccl_tests_device_overrides_everything() {
+    assert_eq!(
+        ok(3, 1, Some(8), Some(6)),
+        Placement {
+            base: 6,
+            source: Source::Override
+        }
+    );
+    assert_eq!(ok(3, 1, Some(1), Some(0)).base, 0);
+    assert!(matches!(
+        place(0, 2, Some(8), Some(7)),
+        Err(Error::TooFewGpus {
+            requested: 9,
+            found: 8
+        })
+    ));
+    assert_eq!(parse_device(Some("2")).unwrap(), Some(2));
+    assert_eq!(parse_device(Some(" ")).unwrap(), None);
+    assert_eq!(parse_device(None).unwrap(), None);
+    assert!(parse_device(Some("-1")).is_err());
+    assert!(parse_device(Some("gpu0")).is_err());
+}
+
+#[test]
+fn visibility_and_identity_without_cuda() {
+    assert_eq!(visible_without_cuda(None, None), None);
+    assert_eq!(visible_without_cuda(None, Some(8)), Some(8));
+    assert_eq!(visible_without_cuda(Some("0,1,2"), Some(8)), Some(3));
+    assert_eq!(visible_without_cuda(Some(""), Some(8)), Some(0));
+    assert_eq!(visible_without_cuda(Some("1,x,2"), None), Some(1));
+    assert_eq!(visible_without_cuda(Some("GPU-ab12,MIG-cd"), None), Some(2));
+    assert_eq!(
+        identity_without_cuda(1, None, Some(8)).as_deref(),
+        Some("device 1")
+    );
+    assert_eq!(identity_without_cuda(1, None, None), None);
+    assert_eq!(identity_without_cuda(0, Some("3"), Some(1)), None);
+    assert_eq!(
+        identity_without_cuda(1, Some("GPU-a,GPU-b"), Some(2)).as_deref(),
+        Some("GPU-b")
+    );
+}
+
+fn record(rank: usize, host: &str, devices: &[i64]) -> ProcessRecord {
+    ProcessRecord {
+        world_rank: rank,
+        group: 0,
+        host: host.into(),
+        host_hash: host.len() as u64 * 1000 + host.as_bytes()[0] as u64,
+        pid: 100 + rank as u32,
+        local_rank: 0,
+        visible: Some(8),
+        gpus: devices
+            .iter()
+            .map(|&d| GpuRecord {
+                device: d,
+                identity: Some(format!("0000:{d:02x}:00")),
+                pci: [0, d as u32, 0],
+                name: "NVIDIA H200".into(),
+            })
+            .collect(),
+        problem: None,
+    }
+}
+
+#[test]
+fn two_ranks_on_one_gpu_are_found_per_host() {
+    let good = [
+        record(0, "a", &[0, 1]),
+        record(1, "a", &[2, 3]),
+        record(2, "b", &[0, 1]),
+    ];
+    assert!(problems(&good, 2).is_empty());
+    let bad = [record(0, "a", &[0, 1]), record(1, "a", &[1, 2])];
+    let p = problems(&bad, 2);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("ranks 1 (pid 100) and 2 (pid 101) would both use GPU 0000:01:00 on a"),
+        "{}",
+        p[0]
+    );
+    let mut unknown = record(1, "a", &[0]);
+    unknown.gpus[0].identity = None;
+    assert!(problems(&[record(0, "a", &[0]), unknown], 1).is_empty());
+}
+
+#[test]
+fn own_problems_are_listed_and_records_round_trip() {
+    let mut r = record(3, "n4", &[]);
+    r.problem = Some("Invalid number of GPUs: 2 requested\nbut 1".into());
+    let p = problems(std::slice::from_ref(&r), 1);
+    assert_eq!(
+        p,
+        ["process 3 (pid 103 on n4): Invalid number of GPUs: 2 requested but 1"]
+    );
+    let text = serde_json::to_string(&r).unwrap();
+    assert_eq!(serde_json::from_str::<ProcessRecord>(&text).unwrap(), r);
+    let infos = record(2, "a", &[4, 5]).device_infos(2);
+    assert_eq!(
+        (infos[1].rank, infos[1].device, infos[1].pci_bus),
+        (5, 5, 5)
+    );
+}
+
+#[test]
+fn agree_passes_a_good_launch_and_stops_a_bad_one() {
+    let boot = crate::bootstrap::SingleProcess;
+    let all = agree(&boot, &record(0, "a", &[0]), 1).unwrap();
+    assert_eq!(all.len(), 1);
+    let mut bad = record(0, "a", &[0]);
+    bad.problem = Some("no GPU".into());
+    let e = agree(&boot, &bad, 1).unwrap_err();
+    assert!(e.to_string().contains("no GPU"), "{e}");
+}

@@ -1,0 +1,280 @@
+//! Multi-process launches without a GPU: the built binary is started several times with
+//! launcher environments (Slurm, torchrun, mpirun) and `--dry-run`, which bootstraps for real
+//! and prints the plan. Every child runs under a deadline and is killed past it.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+
+/// Longest a child may run in these tests.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// The binary with a clean environment plus `vars`.
+fn command(vars: &[(&str, String)]) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        // Numeric indexes: GPUs are "visible" but their identity is unknown, so the plan is the
+        // same with or without GPUs on the test machine.
+        .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "20")
+        .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c
+}
+
+/// Waits for every child, killing those still running at the deadline.
+fn wait_all(children: Vec<Child>) -> Vec<Output> {
+    let start = Instant::now();
+    let mut children: Vec<Option<Child>> = children.into_iter().map(Some).collect();
+    while children
+        .iter_mut()
+        .flatten()
+        .any(|c| matches!(c.try_wait(), Ok(None)))
+    {
+        if start.elapsed() > DEADLINE {
+            for c in children.iter_mut().flatten() {
+                let _ = c.kill();
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    children
+        .iter_mut()
+        .map(|c| c.take().unwrap().wait_with_output().unwrap())
+        .collect()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Starts one process per rank in `ranks`, each with `vars(rank)`.
+fn launch(ranks: &[usize], vars: impl Fn(usize) -> Vec<(&'static str, String)>) -> Vec<Output> {
+    let children = ranks
+        .iter()
+        .map(|&r| command(&vars(r)).spawn().expect("binary starts"))
+        .collect();
+    wait_all(children)
+}
+
+/// The one plan printed by all processes together: (rank, local rank) of each `#  Rank` line.
+fn single_plan(outs: &[Output]) -> Vec<(usize, usize)> {
+    for o in outs {
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+    }
+    let printers: Vec<String> = outs
+        .iter()
+        .map(|o| text(&o.stdout))
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(
+        printers.len(),
+        1,
+        "exactly one process prints: {printers:?}"
+    );
+    let plan = &printers[0];
+    assert!(
+        plan.starts_with("# nccl-perf dry run of all_reduce_perf"),
+        "{plan}"
+    );
+    assert!(plan.lines().all(|l| l.starts_with('#')), "{plan}");
+    assert!(plan.contains("= 4 ranks in 1 communicator(s)"), "{plan}");
+    assert!(
+        plan.contains("# Sizes: 3 from 1048576 to 4194304 bytes"),
+        "{plan}"
+    );
+    plan.lines()
+        .filter(|l| l.starts_with("#  Rank "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = |key: &str| {
+                let i = w.iter().position(|x| *x == key).unwrap();
+                w[i + 1].parse::<usize>().unwrap()
+            };
+            (at("Rank"), at("rank"))
+        })
+        .collect()
+}
+
+fn slurm(rank: usize, size: usize, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("SLURM_PROCID", rank.to_string()),
+        ("SLURM_NTASKS", size.to_string()),
+        ("SLURM_STEP_NUM_TASKS", size.to_string()),
+        ("SLURM_LOCALID", (rank % 2).to_string()),
+        ("SLURM_JOB_ID", "4242".into()),
+        ("SLURM_STEP_ID", "0".into()),
+        ("SLURM_STEP_NODELIST", "localhost,node[02-03]".into()),
+        ("SLURM_STEP_TASKS_PER_NODE", "2,1(x2)".into()),
+        ("NCCL_PERF_RENDEZVOUS_PORT", port.to_string()),
+    ]
+}
+
+#[test]
+fn slurm_style_four_processes_print_one_plan() {
+    let port = free_port();
+    let outs = launch(&[0, 1, 2, 3], |r| slurm(r, 4, port));
+    assert_eq!(single_plan(&outs), [(0, 0), (1, 1), (2, 0), (3, 1)]);
+}
+
+#[test]
+fn torchrun_style_four_processes_print_one_plan() {
+    let port = free_port();
+    let outs = launch(&[0, 1, 2, 3], |r| {
+        vec![
+            ("RANK", r.to_string()),
+            ("WORLD_SIZE", "4".into()),
+            ("LOCAL_RANK", r.to_string()),
+            ("MASTER_ADDR", "127.0.0.1".into()),
+            ("MASTER_PORT", port.to_string()),
+        ]
+    });
+    assert_eq!(single_plan(&outs), [(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+#[test]
+fn openmpi_style_without_local_rank_uses_the_host_hash() {
+    let port = free_port();
+    let outs = launch(&[0, 1, 2, 3], |r| {
+        vec![
+            ("OMPI_COMM_WORLD_RANK", r.to_string()),
+            ("OMPI_COMM_WORLD_SIZE", "4".into()),
+            ("NCCL_PERF_RENDEZVOUS", format!("127.0.0.1:{port}")),
+            // An MPI build would otherwise take OMPI_* for MPI (there is no mpirun here).
+            ("NCCL_PERF_BOOTSTRAP", "env".into()),
+        ]
+    });
+    assert_eq!(single_plan(&outs), [(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+/// Every process of a launch missing `missing` fails within the timeout, naming it.
+fn missing_rank_is_named(missing: usize) {
+    let port = free_port();
+    let ranks: Vec<usize> = (0..4).filter(|r| *r != missing).collect();
+    let start = Instant::now();
+    let outs = launch(&ranks, |r| {
+        let mut v = slurm(r, 4, port);
+        v.push(("NCCL_PERF_BOOTSTRAP_TIMEOUT", "2".into()));
+        v
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    for o in &outs {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{err}");
+        assert!(err.contains(&format!("missing: rank {missing}")), "{err}");
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    }
+}
+
+#[test]
+fn a_missing_rank_makes_every_other_fail_in_time_naming_it() {
+    missing_rank_is_named(3);
+}
+
+#[test]
+fn a_missing_rank_0_is_named_too() {
+    missing_rank_is_named(0);
+}
+
+/// `mpirun` with a clean launcher environment, or `None` (test skipped) where it is missing.
+fn mpirun(np: usize, extra_env: &[(&str, &str)]) -> Option<Output> {
+    let found = Command::new("mpirun").arg("--version").output().is_ok();
+    if !found {
+        eprintln!("skipped: mpirun is not installed (.ci/run installs openmpi-bin)");
+        return None;
+    }
+    let mut c = Command::new("timeout");
+    c.args([
+        "60",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+    ])
+    .arg(np.to_string())
+    .args([BIN, "--dry-run", "-b", "1M", "-e", "4M", "-f", "2"]);
+    let vars: HashMap<String, String> = std::env::vars()
+        .filter(|(k, _)| {
+            !(k.starts_with("SLURM_")
+                || k.starts_with("OMPI_COMM_WORLD")
+                || k.starts_with("PMI")
+                || k.starts_with("NCCL_")
+                || ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"].contains(&k.as_str()))
+        })
+        .collect();
+    c.env_clear()
+        .envs(vars)
+        .env("CUDA_VISIBLE_DEVICES", "0,1,2,3");
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    Some(c.output().expect("mpirun runs"))
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_under_mpirun_stops_with_the_diagnosis() {
+    let Some(o) = mpirun(2, &[]) else { return };
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_ne!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!out.contains("dry run"), "it must not run twice: {out}");
+    assert!(
+        err.contains("wrong launch") && err.contains("built without MPI"),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn mpirun_four_ranks_print_one_plan() {
+    let Some(o) = mpirun(4, &[]) else { return };
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert_eq!(out.matches("# nccl-perf dry run").count(), 1, "{out}");
+    assert!(out.contains("# Bootstrap: MPI"), "{out}");
+    assert_eq!(single_plan(&[o]), [(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn mpirun_split_groups_and_split_errors() {
+    let Some(o) = mpirun(4, &[("NCCL_TESTS_SPLIT", "MOD 2")]) else {
+        return;
+    };
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("= 4 ranks in 2 communicator(s)"), "{out}");
+    assert!(out.contains("#  Rank  1 Group  1"), "{out}");
+    let Some(o) = mpirun(2, &[("NCCL_TESTS_SPLIT", "DIV 0")]) else {
+        return;
+    };
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("DIV 0 divides by zero"),
+        "{}",
+        text(&o.stderr)
+    );
+}
