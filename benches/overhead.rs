@@ -17,7 +17,7 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 const ITERS: u64 = 20;
-const REPEATS: usize = 41;
+const REPEATS: usize = 101;
 const MAX: u64 = 1 << 30;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -99,7 +99,8 @@ fn main() {
     println!(
         "# nccl-perf harness overhead: all_reduce float sum, 1 GPU, {ITERS} ops per sample, median of {REPEATS}"
     );
-    println!("#      bytes  half     bare_us  harness_us   delta_us   ratio");
+    println!("# noise_us: the same bare loop timed twice, interleaved (what a difference smaller than it means)");
+    println!("#      bytes  half     bare_us  harness_us   delta_us   ratio   noise_us");
     let mut bytes = 8u64;
     while bytes <= MAX {
         let shape = Shape::new(&engine, DataType::Float, RedOp::Sum, 0, bytes);
@@ -128,6 +129,6 @@ fn main() {
                 h / b
             );
         }
-        bytes *= 8;
+        bytes *= 4;
     }
 }

@@ -15,8 +15,11 @@ for name in "$@"; do
     cd "$O" || exit 1
     echo "### $cmd"
     # shellcheck disable=SC2086
-    /usr/bin/time -v $cmd 2> >(grep -E "Elapsed|Maximum resident|Exit status" | sed 's/^\s*/# time -v: /' >&2)
-    echo "### rc=$?"
+    /usr/bin/time -v -o "$O/$name.time" $cmd 2>&1
+    rc=$?
+    grep -E "Elapsed|Maximum resident|Exit status" "$O/$name.time" | sed 's/^\s*/# time -v: /'
+    rm -f "$O/$name.time"
+    echo "### rc=$rc"
   ) > "$out" 2>&1
   { echo "== $name: $cmd"; python3 "$D/side_by_side.py" "$ref" "$out" | tail -4; echo "rc=$(grep '^### rc=' "$out")"; } >> "$summary" 2>&1
 done

@@ -349,7 +349,14 @@ fn cpu_emulated_kernels_match_host_mirror() {
     use std::process::Command;
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/host_emulation.cpp");
-    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("np_host_emulation");
+    // The build's scratch folder, or the system one where the test binary was copied elsewhere.
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let tmp = if tmp.is_dir() {
+        tmp.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let exe = tmp.join(format!("np_host_emulation_{}", std::process::id()));
     let built = Command::new(&cxx)
         .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
         .arg(&exe)

@@ -21,13 +21,15 @@ pub fn compile(cc: (i32, i32)) -> Result<Vec<u8>> {
         ));
     }
     let opts = cudarc::nvrtc::CompileOptions {
-        options: vec![format!("--gpu-arch=compute_{}{}", cc.0, cc.1)],
+        options: vec![format!("--gpu-architecture=compute_{}{}", cc.0, cc.1)],
         name: Some("verifiable.cu".into()),
         ..Default::default()
     };
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(names::SOURCE, opts).map_err(|e| {
+        // One line: the compile log's newlines (escaped or not) become spaces.
+        let detail = format!("{e:?}").replace("\\n", " ").replace('\n', " ");
         Error::Kernels(format!(
-            "NVRTC could not compile the validation kernels: {e}"
+            "NVRTC could not compile the validation kernels ({detail}); pass -c 0 to run without validation"
         ))
     })?;
     let mut image = ptx.to_src().into_bytes();
@@ -166,7 +168,24 @@ impl Kernels {
 
 #[cfg(test)]
 mod tests {
-    use super::int;
+    use super::{compile, int};
+
+    /// Needs libnvrtc on the loader path (no GPU): skipped with a message otherwise.
+    #[test]
+    fn kernels_compile_with_nvrtc_where_present() {
+        // SAFETY: only probes whether the library can be opened.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("skipped: libnvrtc not found");
+            return;
+        }
+        let ptx = compile((9, 0)).expect("NVRTC compiles the kernels");
+        let text = String::from_utf8_lossy(&ptx);
+        assert!(
+            text.contains(".entry np_input_float"),
+            "PTX lacks the kernels"
+        );
+        assert_eq!(ptx.last(), Some(&0), "the image must be NUL-terminated");
+    }
 
     #[test]
     fn int_parameters_sit_in_the_first_four_bytes() {

@@ -217,14 +217,20 @@ impl<'a> Worker<'a> {
     fn wait(&self) -> Result<()> {
         let timeout = self.e.opts.timeout_s;
         let start = (timeout > 0).then(Instant::now);
+        // Asynchronous errors are looked for on the first poll and every 64th after it: often
+        // enough to stop a failed run at once, rarely enough not to delay noticing completion.
+        let mut polls = 0u64;
         loop {
             let mut done = true;
             for g in &self.gpus {
                 if !driver::stream_done(g.stream)? {
                     done = false;
-                    self.check_async(g)?;
+                    if polls % 64 == 0 {
+                        self.check_async(g)?;
+                    }
                 }
             }
+            polls += 1;
             if done {
                 return Ok(());
             }
