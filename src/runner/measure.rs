@@ -225,7 +225,7 @@ impl<'a> Worker<'a> {
             for g in &self.gpus {
                 if !driver::stream_done(g.stream)? {
                     done = false;
-                    if polls % 64 == 0 {
+                    if polls.is_multiple_of(64) {
                         self.check_async(g)?;
                     }
                 }
