@@ -99,7 +99,9 @@ fn main() {
     println!(
         "# nccl-perf harness overhead: all_reduce float sum, 1 GPU, {ITERS} ops per sample, median of {REPEATS}"
     );
-    println!("# noise_us: the same bare loop timed twice, interleaved (what a difference smaller than it means)");
+    println!(
+        "# noise_us: the same bare loop timed twice, interleaved (what a difference smaller than it means)"
+    );
     println!("#      bytes  half     bare_us  harness_us   delta_us   ratio   noise_us");
     let mut bytes = 8u64;
     while bytes <= MAX {
@@ -111,22 +113,20 @@ fn main() {
             worker
                 .timed_loop(&shape, in_place, ITERS, 1)
                 .expect("timed loop");
-            let (mut b, mut h) = (Vec::new(), Vec::new());
+            let (mut b, mut h, mut b2) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..REPEATS {
                 b.push(bare(&nccl, g, count, in_place));
-                h.push(
-                    worker
-                        .timed_loop(&shape, in_place, ITERS, 1)
-                        .expect("timed loop")
-                        .1,
-                );
+                let t = worker.timed_loop(&shape, in_place, ITERS, 1);
+                h.push(t.expect("timed loop").1);
+                b2.push(bare(&nccl, g, count, in_place));
             }
-            let (b, h) = (median(b) * 1e6, median(h) * 1e6);
+            let (b, h, b2) = (median(b) * 1e6, median(h) * 1e6, median(b2) * 1e6);
             println!(
-                "{bytes:>12}  {}  {b:>10.3}  {h:>10.3}  {:>9.3}  {:>6.3}",
+                "{bytes:>12}  {}  {b:>10.3}  {h:>10.3}  {:>9.3}  {:>6.3}  {:>9.3}",
                 if in_place { "ip " } else { "oop" },
                 h - b,
-                h / b
+                h / b,
+                b2 - b
             );
         }
         bytes *= 4;

@@ -456,96 +456,154 @@ NP_DEV void np_mismatch_body(const void* got, const void* want, u64 count, u64 t
 }
 
 // ---------------------------------------------------------------------------------------------
+// Which datatypes get kernels: all of them, unless the compiler is given -DNP_SOME and one
+// -DNP_T_<type>=1 per wanted type (fewer kernels compile faster at run time).
+
+#ifdef NP_SOME
+#define NP_WANT(t) NP_T_##t
+#else
+#define NP_WANT(t) 1
+#endif
+
+// ---------------------------------------------------------------------------------------------
 // Input kernels
 
+#if NP_WANT(int8)
 extern "C" __global__ void np_input_int8(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u8>(8u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(uint8)
 extern "C" __global__ void np_input_uint8(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u8>(8u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(int32)
 extern "C" __global__ void np_input_int32(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u32>(32u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(uint32)
 extern "C" __global__ void np_input_uint32(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u32>(32u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(int64)
 extern "C" __global__ void np_input_int64(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u64>(64u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(uint64)
 extern "C" __global__ void np_input_uint64(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   np_int_input_body<u64>(64u, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(half)
 extern "C" __global__ void np_input_half(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_HALF_LAY;
   np_float_body<u16>(l, false, false, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(float)
 extern "C" __global__ void np_input_float(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_FLOAT_LAY;
   np_float_body<u32>(l, true, false, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(double)
 extern "C" __global__ void np_input_double(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_DOUBLE_LAY;
   np_float_body<u64>(l, false, false, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(bfloat16)
 extern "C" __global__ void np_input_bfloat16(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_BF16_LAY;
   np_float_body<u16>(l, false, false, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(f8e4m3)
 extern "C" __global__ void np_input_f8e4m3(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_E4M3_LAY;
   np_float_body<u8>(l, false, true, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
+#if NP_WANT(f8e5m2)
 extern "C" __global__ void np_input_f8e5m2(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed) {
   NpLay l = NP_E5M2_LAY;
   np_float_body<u8>(l, false, true, false, buf, count, ix0, op, rn, rme, seed);
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Expected kernels
 
+#if NP_WANT(int8)
 extern "C" __global__ void np_expected_int8(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u8>(8u, true, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(uint8)
 extern "C" __global__ void np_expected_uint8(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u8>(8u, false, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(int32)
 extern "C" __global__ void np_expected_int32(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u32>(32u, true, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(uint32)
 extern "C" __global__ void np_expected_uint32(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u32>(32u, false, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(int64)
 extern "C" __global__ void np_expected_int64(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u64>(64u, true, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(uint64)
 extern "C" __global__ void np_expected_uint64(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   np_int_expected_body<u64>(64u, false, buf, count, ix0, op, rn, seed);
 }
+#endif
+#if NP_WANT(half)
 extern "C" __global__ void np_expected_half(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_HALF_LAY;
   np_float_body<u16>(l, false, false, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
+#if NP_WANT(float)
 extern "C" __global__ void np_expected_float(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_FLOAT_LAY;
   np_float_body<u32>(l, true, false, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
+#if NP_WANT(double)
 extern "C" __global__ void np_expected_double(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_DOUBLE_LAY;
   np_float_body<u64>(l, false, false, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
+#if NP_WANT(bfloat16)
 extern "C" __global__ void np_expected_bfloat16(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_BF16_LAY;
   np_float_body<u16>(l, false, false, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
+#if NP_WANT(f8e4m3)
 extern "C" __global__ void np_expected_f8e4m3(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_E4M3_LAY;
   np_float_body<u8>(l, false, true, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
+#if NP_WANT(f8e5m2)
 extern "C" __global__ void np_expected_f8e5m2(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed) {
   NpLay l = NP_E5M2_LAY;
   np_float_body<u8>(l, false, true, true, buf, count, ix0, op, rn, 0, seed);
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Mismatch counters: |got − want| > tol on the raw bits, one atomicAdd per block.

@@ -37,6 +37,23 @@ pub fn local_time() -> String {
     }
 }
 
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Marks the start of the program for [`trace`].
+pub fn start_clock() {
+    START.get_or_init(std::time::Instant::now);
+}
+
+/// With `NCCL_PERF_TRACE=1`, prints on stderr how long after start a phase ended (for profiling
+/// start-up; never on stdout).
+pub fn trace(phase: &str) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var("NCCL_PERF_TRACE").is_ok_and(|v| v == "1")) {
+        let t = START.get_or_init(std::time::Instant::now).elapsed();
+        eprintln!("nccl-perf trace: {:8.3} s  {phase}", t.as_secs_f64());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

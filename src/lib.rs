@@ -86,6 +86,7 @@ fn startup() -> Result<Startup, ExitCode> {
             .map(|a| a.to_string_lossy().into_owned())
             .unwrap_or_default(),
     );
+    host::start_clock();
     install_panic_hook(program.clone());
     let raw = match cli::parse(argv.iter().skip(1).cloned()) {
         Ok(r) => r,

@@ -11,30 +11,86 @@ use crate::verify::kernels as names;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-/// Compiles the kernel source to PTX for a compute capability. Needs no GPU context, so it can
-/// run on a background thread while communicators are being created.
-pub fn compile(cc: (i32, i32)) -> Result<Vec<u8>> {
+/// Compiles the kernel source for a compute capability: to a cubin for `sm_XY` (nothing left
+/// for the driver to compile at load), or to PTX for `compute_XY` where this NVRTC does not know
+/// the GPU's architecture. Needs no GPU context, so it runs on a background thread while the
+/// communicators are being created.
+///
+/// Only the kernels of `types` are compiled (the checkers of every width always are).
+pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(Error::Kernels(
             "cannot load libnvrtc (CUDA's run-time compiler), which builds the validation kernels: add the CUDA toolkit's lib folder to LD_LIBRARY_PATH, or pass -c 0 to run without validation".into(),
         ));
     }
-    let opts = cudarc::nvrtc::CompileOptions {
-        options: vec![format!("--gpu-architecture=compute_{}{}", cc.0, cc.1)],
-        name: Some("verifiable.cu".into()),
-        ..Default::default()
+    let mut opts = vec!["-DNP_SOME".to_string()];
+    opts.extend(types.iter().map(|t| format!("-DNP_T_{}=1", t.name())));
+    let arch = |kind: &str| {
+        let mut o = opts.clone();
+        o.push(format!("--gpu-architecture={kind}_{}{}", cc.0, cc.1));
+        o
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(names::SOURCE, opts).map_err(|e| {
-        // One line: the compile log's newlines (escaped or not) become spaces.
-        let detail = format!("{e:?}").replace("\\n", " ").replace('\n', " ");
+    let image = match nvrtc(&arch("sm"), true) {
+        Ok(cubin) => Ok(cubin),
+        Err(_) => nvrtc(&arch("compute"), false),
+    };
+    crate::host::trace("validation kernels compiled (background thread)");
+    image
+}
+
+/// One NVRTC compilation of the kernel source: the cubin, or the NUL-terminated PTX.
+fn nvrtc(opts: &[String], cubin: bool) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
+    let fail = |what: String| {
         Error::Kernels(format!(
-            "NVRTC could not compile the validation kernels ({detail}); pass -c 0 to run without validation"
+            "NVRTC could not compile the validation kernels ({what}); pass -c 0 to run without validation"
         ))
-    })?;
-    let mut image = ptx.to_src().into_bytes();
-    image.push(0);
-    Ok(image)
+    };
+    let src = std::ffi::CString::new(names::SOURCE).map_err(|e| fail(e.to_string()))?;
+    let prog =
+        result::create_program(&src, Some(c"verifiable.cu")).map_err(|e| fail(format!("{e:?}")))?;
+    // SAFETY: `prog` is live until destroyed below; buffers are sized from NVRTC's answers.
+    let out = unsafe {
+        let compiled = result::compile_program(prog, opts).map_err(|e| {
+            let log = result::get_program_log(prog)
+                .map(|l| {
+                    let bytes: Vec<u8> = l
+                        .iter()
+                        .take_while(|c| **c != 0)
+                        .map(|c| *c as u8)
+                        .collect();
+                    String::from_utf8_lossy(&bytes).replace('\n', " ")
+                })
+                .unwrap_or_default();
+            fail(format!("{e:?} with {}: {}", opts.join(" "), log.trim()))
+        });
+        compiled.and_then(|_| {
+            if cubin {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .map_err(|e| fail(format!("{e:?}")))?;
+                let mut image = vec![0u8; size];
+                sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut std::ffi::c_char)
+                    .result()
+                    .map_err(|e| fail(format!("{e:?}")))?;
+                Ok(image)
+            } else {
+                let ptx = result::get_ptx(prog).map_err(|e| fail(format!("{e:?}")))?;
+                let mut image: Vec<u8> = ptx
+                    .iter()
+                    .take_while(|c| **c != 0)
+                    .map(|c| *c as u8)
+                    .collect();
+                image.push(0);
+                Ok(image)
+            }
+        })
+    };
+    // SAFETY: created above, not used afterwards.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
 }
 
 /// An `int` kernel parameter in a 64-bit slot: its four bytes first (little-endian x86-64).
@@ -169,6 +225,7 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::{compile, int};
+    use crate::types::DataType;
 
     /// Needs libnvrtc on the loader path (no GPU): skipped with a message otherwise.
     #[test]
@@ -178,13 +235,27 @@ mod tests {
             eprintln!("skipped: libnvrtc not found");
             return;
         }
-        let ptx = compile((9, 0)).expect("NVRTC compiles the kernels");
-        let text = String::from_utf8_lossy(&ptx);
-        assert!(
-            text.contains(".entry np_input_float"),
-            "PTX lacks the kernels"
+        let t = std::time::Instant::now();
+        let cubin = compile((9, 0), &[DataType::Float]).expect("NVRTC compiles the kernels");
+        eprintln!(
+            "float kernels compiled in {:.2} s",
+            t.elapsed().as_secs_f64()
         );
-        assert_eq!(ptx.last(), Some(&0), "the image must be NUL-terminated");
+        assert_eq!(&cubin[..4], b"\x7fELF", "a cubin is an ELF image");
+        let names = String::from_utf8_lossy(&cubin);
+        assert!(names.contains("np_input_float") && names.contains("np_mismatch_64"));
+        assert!(!names.contains("np_input_half"), "only the wanted types");
+        let all = ["--gpu-architecture=compute_90".to_string()];
+        let ptx = super::nvrtc(&all, false).expect("PTX too");
+        let text = String::from_utf8_lossy(&ptx);
+        for t in DataType::ALL {
+            assert!(
+                text.contains(&format!(".entry np_expected_{}", t.name())),
+                "{t:?}"
+            );
+        }
+        assert_eq!(ptx.last(), Some(&0), "PTX must be NUL-terminated");
+        assert!(super::nvrtc(&["--gpu-architecture=bogus".to_string()], true).is_err());
     }
 
     #[test]

@@ -139,7 +139,9 @@ fn run_gpus(
     args: Vec<String>,
 ) -> Result<u8> {
     driver::init()?;
+    crate::host::trace("CUDA driver initialised");
     let nccl = Nccl::load()?;
+    crate::host::trace("libnccl loaded");
     let nccl_version = nccl.version()?;
     let printing = boot.world_rank() == 0;
     let mut out = Output::new(run_info(opts, program), printing);
@@ -284,7 +286,9 @@ fn run_with(
     let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
     let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
 
-    let compiler = (opts.check > 0).then(|| std::thread::spawn(move || kernels::compile(min_cc)));
+    let types = opts.types.clone();
+    let compiler =
+        (opts.check > 0).then(|| std::thread::spawn(move || kernels::compile(min_cc, &types)));
 
     let (lo, hi, reduced) =
         crate::sweep::clamp(opts.min_bytes, opts.max_bytes, min_mem, opts.check > 0);
@@ -303,7 +307,9 @@ fn run_with(
     boot.broadcast_id(&mut bytes)?;
     id.internal = bytes.map(|b| b as std::ffi::c_char);
     boot.barrier()?;
+    crate::host::trace("devices discovered");
     let comms = setup::init_comms(nccl, &devices, &id, nranks, first_rank, nccl_version)?;
+    crate::host::trace("communicators created");
 
     let image = match compiler {
         Some(h) => Some(
@@ -327,6 +333,7 @@ fn run_with(
             &plan.types,
         )?);
     }
+    crate::host::trace("kernels compiled, buffers allocated");
     out.print(&table::table_header(out.info()));
 
     let group = ThreadGroup::new(opts.nthreads as usize, boot);
@@ -340,6 +347,7 @@ fn run_with(
         world_size: boot.world_size(),
     };
     let (oob, gpus) = run_threads(&engine, &plan, gpus, out)?;
+    crate::host::trace("all measurements done");
 
     let avg = out.average_busbw();
     let min_bw_ok = std::env::var("NCCL_TESTS_MIN_BW")
@@ -357,6 +365,7 @@ fn run_with(
         g.destroy(nccl)?;
     }
     out.finish(&summary);
+    crate::host::trace("teardown done");
     Ok(if oob > 0 || min_bw_ok == Some(false) {
         code::NUM_RESULTS
     } else {
