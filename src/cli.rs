@@ -161,6 +161,17 @@ fn command() -> Command {
     cmd
 }
 
+/// The parser's own clap definition, for tools that generate documentation from it (man pages
+/// and shell completions: `nccl-perf man`, `nccl-perf completions`): the same options, with a
+/// binary name and without the catch-all for stray words. Help texts are the caller's to add
+/// (arguments are named by their long names, `-h` as `help`, `--dry-run` as `dry-run`).
+pub fn command_for_docs() -> Command {
+    command().no_binary_name(false).mut_args(|a| {
+        let hide = a.get_id() == "ignored";
+        a.hide(hide)
+    })
+}
+
 /// Parses the arguments after the program name. The error is a one-line description.
 pub fn parse<I, T>(args: I) -> Result<RawArgs, String>
 where

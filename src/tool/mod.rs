@@ -1,5 +1,6 @@
 //! The `nccl-perf` companion tool: turns text logs and `-J` JSON files of nccl-tests and of our
-//! benchmarks into JSON, tables (text, CSV, Markdown), plots and regression verdicts. It needs
+//! benchmarks into JSON, tables (text, CSV, Markdown), plots and regression verdicts, and
+//! prints shell completions and man pages of itself and the benchmarks ([`docs`]). It needs
 //! no GPU.
 //!
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
@@ -7,6 +8,7 @@
 //! `--max-regression`, 2 invalid usage or an input that cannot be read.
 
 mod compare;
+pub mod docs;
 mod plot;
 
 pub use compare::{CompareOptions, Outcome, compare};
@@ -207,6 +209,8 @@ fn command() -> Command {
                 )
                 .arg(partial),
         )
+        .subcommand(docs::completions_command())
+        .subcommand(docs::man_command())
 }
 
 /// The whole `nccl-perf` program.
@@ -229,6 +233,11 @@ pub fn main() -> ExitCode {
 
 fn run(matches: &ArgMatches) -> Result<u8, String> {
     let (name, m) = matches.subcommand().ok_or("a subcommand is required")?;
+    match name {
+        "completions" => return docs::run_completions(m),
+        "man" => return docs::run_man(m),
+        _ => {}
+    }
     let options = ParseOptions {
         allow_partial: m.get_flag("partial"),
     };
