@@ -1,5 +1,5 @@
 //! How the processes of a run find each other. The runner only sees the [`Bootstrap`] trait and
-//! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI ([`mpi::MpiBootstrap`],
+//! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI (`mpi::MpiBootstrap`,
 //! feature `mpi`) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
 //! [`launch`] decides which, from the environment.
 
