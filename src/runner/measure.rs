@@ -2,6 +2,7 @@
 //! The timed loop is the hot path: no allocation, no locks, one function-pointer call into NCCL
 //! per GPU per operation.
 
+use super::interrupt;
 use super::setup::Gpu;
 use super::sync::ThreadGroup;
 use crate::bootstrap::Reduce;
@@ -212,9 +213,11 @@ impl<'a> Worker<'a> {
         r.and(d)
     }
 
-    /// Polls every stream until idle, checking for asynchronous NCCL errors meanwhile.
+    /// Polls every stream until idle, checking for asynchronous NCCL errors, the `-T` timeout
+    /// and SIGINT/SIGTERM meanwhile.
     #[track_caller]
     fn wait(&self) -> Result<()> {
+        interrupt::check()?;
         let timeout = self.e.opts.timeout_s;
         let start = (timeout > 0).then(Instant::now);
         // Asynchronous errors are looked for on the first poll and every 64th after it: often
@@ -234,6 +237,7 @@ impl<'a> Worker<'a> {
             if done {
                 return Ok(());
             }
+            interrupt::check()?;
             if let Some(t0) = start
                 && t0.elapsed().as_secs_f64() > timeout as f64
             {
@@ -261,8 +265,9 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// Aborts every communicator of this thread (after a timeout or an asynchronous error).
-    fn abort_all(&self) {
+    /// Aborts every communicator of this thread (after a timeout, an asynchronous error or a
+    /// signal). A communicator must not be used, or aborted, again afterwards.
+    pub fn abort_all(&self) {
         for g in &self.gpus {
             // SAFETY: aborting is the documented way out of a failed communicator.
             unsafe { (self.e.nccl.ncclCommAbort)(g.comm) };

@@ -2,6 +2,7 @@
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
 mod dry_run;
+pub mod interrupt;
 mod measure;
 mod output;
 pub mod placement;
@@ -138,6 +139,7 @@ fn run_gpus(
     boot: &dyn Bootstrap,
     args: Vec<String>,
 ) -> Result<u8> {
+    interrupt::install();
     driver::init()?;
     crate::host::trace("CUDA driver initialised");
     let nccl = Nccl::load()?;
@@ -405,38 +407,47 @@ fn run_threads(
         rest = tail;
     }
     let threads = chunks.len();
+    // A failing thread cannot leave the others waiting at a barrier: it reports and ends the
+    // process. A signal is different: every thread sees it and returns, so that the main
+    // thread closes the output files. An error after a signal (a peer's communicator aborted)
+    // counts as the interruption.
+    let stop = |err: Error| match interrupt::pending() {
+        Some(signal) if !err.is_interrupted() => Error::Interrupted {
+            signal,
+            during: String::new(),
+        },
+        Some(_) => err,
+        None if threads == 1 => err,
+        None => fail_fast(err),
+    };
     std::thread::scope(|s| {
         let mut it = chunks.into_iter();
         let first = it.next().unwrap_or_default();
         let handles: Vec<_> = it
             .enumerate()
             .map(|(i, chunk)| {
-                s.spawn(move || {
-                    thread_main(e, plan, i + 1, chunk, None)
-                        .unwrap_or_else(|err| fail_fast(err, threads))
-                })
+                s.spawn(move || thread_main(e, plan, i + 1, chunk, None).map_err(stop))
             })
             .collect();
-        let mine = thread_main(e, plan, 0, first, Some(out));
-        let mine = match mine {
-            Ok(v) => v,
-            Err(err) if threads > 1 => fail_fast(err, threads),
-            Err(err) => return Err(err),
-        };
-        let mut all = mine.1;
+        let mine = thread_main(e, plan, 0, first, Some(out)).map_err(stop);
+        let mut others = Vec::new();
         for h in handles {
-            let (_, g) = h
-                .join()
-                .map_err(|_| Error::Internal("a benchmark thread failed".into()))?;
-            all.extend(g);
+            others.push(
+                h.join()
+                    .map_err(|_| Error::Internal("a benchmark thread failed".into()))?,
+            );
         }
-        Ok((mine.0, all))
+        let (oob, mut all) = mine?;
+        for r in others {
+            all.extend(r?.1);
+        }
+        Ok((oob, all))
     })
 }
 
 /// With several threads a failing one cannot leave the others waiting at a barrier: report and
 /// end the process.
-fn fail_fast(err: Error, _threads: usize) -> ! {
+fn fail_fast(err: Error) -> ! {
     crate::report_error(&err);
     std::process::exit(err.exit_code() as i32)
 }
@@ -446,9 +457,29 @@ fn thread_main(
     plan: &Plan,
     tid: usize,
     gpus: Vec<Gpu>,
-    mut out: Option<&mut Output>,
+    out: Option<&mut Output>,
 ) -> Result<(u64, Vec<Gpu>)> {
     let mut w = Worker::new(e, tid, gpus)?;
+    match test_loops(&mut w, e, plan, tid, out) {
+        Ok(oob) => Ok((oob, std::mem::take(&mut w.gpus))),
+        Err(err) => {
+            if err.is_interrupted() {
+                w.abort_all();
+            }
+            Err(err)
+        }
+    }
+}
+
+/// The loops over datatype → op → root → cycle → size of one thread; returns the global count
+/// of measurements with wrong data.
+fn test_loops(
+    w: &mut Worker,
+    e: &Engine,
+    plan: &Plan,
+    tid: usize,
+    mut out: Option<&mut Output>,
+) -> Result<u64> {
     for &dt in &plan.types {
         for &op in &plan.ops {
             for &root in &plan.roots {
@@ -493,8 +524,9 @@ fn thread_main(
             }
         }
     }
-    let oob = e.group.allreduce(tid, w.errors as f64, Reduce::Sum)? as u64;
-    Ok((oob, w.gpus))
+    e.group
+        .allreduce(tid, w.errors as f64, Reduce::Sum)
+        .map(|v| v as u64)
 }
 
 /// The op column of a row.
