@@ -5,6 +5,7 @@ mod dry_run;
 pub mod interrupt;
 mod measure;
 mod output;
+pub mod per_iter;
 pub mod placement;
 pub mod setup;
 mod sync;

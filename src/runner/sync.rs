@@ -5,6 +5,7 @@
 //! ([`super::interrupt`]), so a stopped run never leaves a thread blocked here.
 
 use super::interrupt;
+use super::per_iter::element_max;
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::error::{Error, Result};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -64,6 +65,8 @@ pub struct ThreadGroup<'a> {
     rendezvous: Rendezvous,
     slots: Mutex<Vec<f64>>,
     result: Mutex<f64>,
+    rows: Mutex<Vec<Vec<f64>>>,
+    gathered: Mutex<Vec<Vec<f64>>>,
     boot: &'a dyn Bootstrap,
 }
 
@@ -75,6 +78,8 @@ impl<'a> ThreadGroup<'a> {
             rendezvous: Rendezvous::new(n),
             slots: Mutex::new(vec![0.0; n]),
             result: Mutex::new(0.0),
+            rows: Mutex::new(vec![Vec::new(); n]),
+            gathered: Mutex::new(Vec::new()),
             boot,
         }
     }
@@ -136,10 +141,58 @@ impl<'a> ThreadGroup<'a> {
         self.rendezvous.wait()?;
         Ok(r)
     }
+
+    /// Per-iteration maxima (`-I 1`): the element-wise maximum of `row` over the threads of
+    /// this process, then one such row per process gathered on world rank 0. Thread 0 of world
+    /// rank 0 gets the rows in process order; every other thread gets an empty list.
+    pub fn gather_max(&self, tid: usize, row: &[f64]) -> Result<Vec<Vec<f64>>> {
+        lock(&self.rows)?[tid] = row.to_vec();
+        let leader = self.rendezvous.wait()?;
+        let mut outcome = Ok(());
+        if leader {
+            let local = element_max(&lock(&self.rows)?);
+            let rows = if self.boot.world_size() > 1 {
+                self.boot
+                    .gather(encode_row(&local))
+                    .and_then(|texts| texts.iter().map(|t| decode_row(t)).collect())
+            } else {
+                Ok(vec![local])
+            };
+            match rows {
+                Ok(rows) => *lock(&self.gathered)? = rows,
+                Err(e) => outcome = Err(e),
+            }
+        }
+        self.rendezvous.wait()?;
+        outcome?;
+        let mine = if tid == 0 {
+            std::mem::take(&mut *lock(&self.gathered)?)
+        } else {
+            Vec::new()
+        };
+        self.rendezvous.wait()?;
+        Ok(mine)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
     m.lock().map_err(|_| poisoned())
+}
+
+/// A row as text for the bootstrap's gather: shortest exact decimal forms, space-separated.
+fn encode_row(row: &[f64]) -> String {
+    let parts: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+    parts.join(" ")
+}
+
+fn decode_row(text: &str) -> Result<Vec<f64>> {
+    text.split_ascii_whitespace()
+        .map(|t| {
+            t.parse::<f64>().map_err(|_| {
+                Error::Internal(format!("bad per-iteration times from a process: '{t}'"))
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -169,6 +222,47 @@ mod tests {
         assert!(
             results.iter().all(|r| *r == (10.0, 1.0, 4.0)),
             "{results:?}"
+        );
+    }
+
+    #[test]
+    fn per_iteration_rows_are_the_maximum_over_threads() {
+        let boot = SingleProcess;
+        let g = ThreadGroup::new(3, &boot);
+        let got: Vec<Vec<Vec<f64>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|t| {
+                    let g = &g;
+                    s.spawn(move || {
+                        let row = [t as f64, 10.0 - t as f64, 5.0];
+                        let first = g.gather_max(t, &row).unwrap();
+                        // A second round must not see the first one's rows.
+                        let second = g.gather_max(t, &[1.0 + t as f64]).unwrap();
+                        (first, second)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| {
+                    let (a, b) = h.join().unwrap();
+                    [a, b]
+                })
+                .collect()
+        });
+        assert_eq!(got[0], vec![vec![2.0, 10.0, 5.0]]);
+        assert_eq!(got[1], vec![vec![3.0]]);
+        assert!(got[2..].iter().all(Vec::is_empty), "{got:?}");
+    }
+
+    #[test]
+    fn rows_survive_the_text_encoding() {
+        let row = vec![1.0 / 3.0, 12.5, 0.0, 1e-7, 123456.789];
+        assert_eq!(decode_row(&encode_row(&row)).unwrap(), row);
+        assert!(decode_row("1.0 x").is_err());
+        assert_eq!(decode_row("").unwrap(), Vec::<f64>::new());
+        assert_eq!(
+            element_max(&[vec![1.0, 5.0], vec![3.0, 2.0]]),
+            vec![3.0, 5.0]
         );
     }
 }
