@@ -229,10 +229,10 @@ impl Gpu {
     }
 
     /// Destroys the communicator (after undoing `-R` registrations), frees the buffers and the
-    /// stream.
-    pub fn destroy(self, nccl: &Nccl) -> Result<()> {
+    /// stream. With several GPUs use [`destroy_all`], which deregisters every GPU first.
+    pub fn destroy(mut self, nccl: &Nccl) -> Result<()> {
         driver::set_current(self.ctx)?;
-        deregister(nccl, &self)?;
+        deregister(nccl, &mut self)?;
         // SAFETY: the communicator is idle and not used afterwards.
         nccl.check(unsafe { (nccl.ncclCommDestroy)(self.comm) })?;
         for p in [self.send, self.recv, self.expected] {
@@ -307,24 +307,24 @@ fn register_with(
     call: impl Fn(Comm, *mut c_void, *mut *mut c_void) -> std::ffi::c_int,
     window: bool,
 ) -> Result<()> {
+    // NCCL may write a handle only at ncclGroupEnd (window registration is deferred to the end
+    // of the group), so the handles live here, never moved, until the group is closed.
+    let mut handles = vec![[std::ptr::null_mut::<c_void>(); 2]; gpus.len()];
+    let slots = handles.as_mut_ptr();
     // SAFETY: balanced by the ncclGroupEnd below.
     nccl.check(unsafe { (nccl.ncclGroupStart)() })?;
     let mut result = Ok(());
-    for g in gpus.iter_mut() {
+    for (i, g) in gpus.iter().enumerate() {
         if let Err(e) = driver::set_current(g.ctx) {
             result = Err(e);
             break;
         }
-        let mut h = [std::ptr::null_mut(); 2];
+        // SAFETY: `i` is in bounds and `handles` is neither moved nor resized until it is read
+        // after ncclGroupEnd; nothing else touches it meanwhile.
+        let h = unsafe { &mut *slots.add(i) };
         let r = nccl
             .check(call(g.comm, g.send as *mut c_void, &mut h[0]))
             .and_then(|_| nccl.check(call(g.comm, g.recv as *mut c_void, &mut h[1])));
-        // Recorded even when the second call failed, so teardown undoes the first.
-        g.handles = if window {
-            Handles::Window(h)
-        } else {
-            Handles::Local(h)
-        };
         if let Err(e) = r {
             result = Err(e);
             break;
@@ -332,19 +332,42 @@ fn register_with(
     }
     // SAFETY: closes the group opened above.
     let end = nccl.check(unsafe { (nccl.ncclGroupEnd)() });
+    // Recorded even after a failure, so that teardown undoes what was registered.
+    for (g, h) in gpus.iter_mut().zip(handles) {
+        g.handles = if window {
+            Handles::Window(h)
+        } else {
+            Handles::Local(h)
+        };
+    }
     result.and(end)
 }
 
-fn deregister(nccl: &Nccl, g: &Gpu) -> Result<()> {
-    let (handles, f) = match g.handles {
+/// Undoes the `-R` registrations of one GPU (once: the handles are forgotten).
+fn deregister(nccl: &Nccl, g: &mut Gpu) -> Result<()> {
+    let (handles, f) = match std::mem::replace(&mut g.handles, Handles::None) {
         Handles::None => return Ok(()),
         Handles::Local(h) => (h, nccl.ncclCommDeregister),
         Handles::Window(h) => (h, nccl.ncclCommWindowDeregister),
     };
     let Some(f) = f else { return Ok(()) };
+    driver::set_current(g.ctx)?;
     for h in handles.into_iter().filter(|h| !h.is_null()) {
         // SAFETY: `h` was returned by the matching register call on this communicator.
         nccl.check(unsafe { f(g.comm, h) })?;
+    }
+    Ok(())
+}
+
+/// Tears down every GPU as nccl-tests does (spec §6.8): all registrations undone first (a
+/// symmetric window belongs to every rank of the communicator), then each communicator
+/// destroyed and its buffers and stream freed.
+pub fn destroy_all(nccl: &Nccl, mut gpus: Vec<Gpu>) -> Result<()> {
+    for g in &mut gpus {
+        deregister(nccl, g)?;
+    }
+    for g in gpus {
+        g.destroy(nccl)?;
     }
     Ok(())
 }
