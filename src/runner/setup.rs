@@ -255,50 +255,40 @@ impl Gpu {
 /// Registers every GPU's send and receive buffers (`bytes` long) with its communicator, all in
 /// one NCCL group (symmetric windows are collective over the communicator's ranks).
 pub fn register(nccl: &Nccl, gpus: &mut [Gpu], bytes: usize, how: Register) -> Result<()> {
-    if how == Register::Off || gpus.is_empty() {
-        return Ok(());
-    }
-    let missing = |name: &str, need: &str| {
+    let missing = |name: &str, flag: u8, need: &str| {
         Error::Unsupported(format!(
-            "-R {}: {} has no {name} (needs NCCL {need} or later)",
-            if how == Register::Local { 1 } else { 2 },
+            "-R {flag}: {} has no {name} (needs NCCL {need} or later)",
             nccl.path
         ))
     };
-    let f = match how {
-        Register::Local => nccl
-            .ncclCommRegister
-            .ok_or_else(|| missing("ncclCommRegister", "2.19"))?,
-        _ => {
-            let w = nccl
+    match how {
+        Register::Off => Ok(()),
+        Register::Local => {
+            let reg = nccl
+                .ncclCommRegister
+                .ok_or_else(|| missing("ncclCommRegister", 1, "2.19"))?;
+            nccl.ncclCommDeregister
+                .ok_or_else(|| missing("ncclCommDeregister", 1, "2.19"))?;
+            // SAFETY: `p` is a live allocation of at least `bytes` bytes; `h` a valid out
+            // pointer that stays valid until the group ends.
+            register_with(nccl, gpus, |c, p, h| unsafe { reg(c, p, bytes, h) }, false)
+        }
+        Register::Symmetric => {
+            let reg = nccl
                 .ncclCommWindowRegister
-                .ok_or_else(|| missing("ncclCommWindowRegister", "2.27"))?;
+                .ok_or_else(|| missing("ncclCommWindowRegister", 2, "2.27"))?;
             nccl.ncclCommWindowDeregister
-                .ok_or_else(|| missing("ncclCommWindowDeregister", "2.27"))?;
-            // Adapt the window call to the local one's shape; the flag is fixed.
-            return register_with(
+                .ok_or_else(|| missing("ncclCommWindowDeregister", 2, "2.27"))?;
+            let flags = nccl::WIN_COLL_SYMMETRIC;
+            // SAFETY: as above.
+            register_with(
                 nccl,
                 gpus,
-                |comm, p, h| {
-                    // SAFETY: `p` is a live allocation of at least `bytes` bytes; `h` a valid out
-                    // pointer.
-                    unsafe { w(comm, p, bytes, h, nccl::WIN_COLL_SYMMETRIC) }
-                },
+                |c, p, h| unsafe { reg(c, p, bytes, h, flags) },
                 true,
-            );
+            )
         }
-    };
-    nccl.ncclCommDeregister
-        .ok_or_else(|| missing("ncclCommDeregister", "2.19"))?;
-    register_with(
-        nccl,
-        gpus,
-        |comm, p, h| {
-            // SAFETY: as above.
-            unsafe { f(comm, p, bytes, h) }
-        },
-        false,
-    )
+    }
 }
 
 fn register_with(
