@@ -69,12 +69,13 @@ fn main() {
     let mut id = nccl_perf::gpu::nccl::UniqueId { internal: [0; 128] };
     // SAFETY: valid out pointer.
     assert_eq!(unsafe { (nccl.ncclGetUniqueId)(&mut id) }, 0);
-    let (ctx, comm) = setup::init_comms(&nccl, &devices, &id, 1, 0, version).expect("comm")[0];
+    let (ctx, comm) =
+        setup::init_comms(&nccl, &devices, &id, 1, 0, version, None).expect("comm")[0];
     let sizes = BufferSizes {
         data: MAX as usize,
         expected: 0,
     };
-    let gpu = Gpu::create(&nccl, 0, ctx, comm, 0, sizes, false, None, &[]).expect("buffers");
+    let gpu = Gpu::create(&nccl, 0, ctx, comm, 0, sizes, false).expect("buffers");
     let opts = Options {
         check: 0,
         max_bytes: MAX,

@@ -83,6 +83,17 @@ pub enum Error {
         /// What was running (filled in by the caller), e.g. " while running float sum 1024 B".
         during: String,
     },
+    /// SIGINT or SIGTERM arrived; the communicators were aborted.
+    #[error(
+        "interrupted by {}{during}; communicators aborted",
+        crate::runner::interrupt::signal_name(*signal)
+    )]
+    Interrupted {
+        /// The signal number.
+        signal: i32,
+        /// What was running (filled in by the caller), e.g. " while running float sum 1024 B".
+        during: String,
+    },
     /// Run-time compilation of the validation kernels failed.
     #[error("{0}")]
     Kernels(String),
@@ -118,6 +129,8 @@ impl Error {
                 timed_out: true, ..
             } => code::TIMEOUT,
             Error::Bootstrap { .. } => code::INTERNAL,
+            // The shell's convention: 128 + the signal (130 for SIGINT, 143 for SIGTERM).
+            Error::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
         }
     }
 
@@ -141,6 +154,7 @@ impl Error {
             | Error::Nccl { .. }
             | Error::Timeout { .. }
             | Error::Launch(_)
+            | Error::Interrupted { .. }
             | Error::Bootstrap { .. } => {
                 format!("{host}: {self}")
             }
@@ -153,7 +167,7 @@ impl Error {
         matches!(self, Error::Nccl { code: 4, .. })
     }
 
-    /// Adds what was running to a timeout message.
+    /// Adds what was running to a timeout or interruption message.
     pub fn during(self, what: impl FnOnce() -> String) -> Error {
         match self {
             Error::Timeout { secs, site, .. } => Error::Timeout {
@@ -161,8 +175,17 @@ impl Error {
                 site,
                 during: format!(" while running {}", what()),
             },
+            Error::Interrupted { signal, .. } => Error::Interrupted {
+                signal,
+                during: format!(" while running {}", what()),
+            },
             e => e,
         }
+    }
+
+    /// A signal stopped the run.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Error::Interrupted { .. })
     }
 
     /// A CUDA failure at the caller's location.
@@ -219,6 +242,17 @@ mod tests {
             "{line}"
         );
         assert!(line.ends_with(" while running float sum 1024 B"), "{line}");
+        let i = Error::Interrupted {
+            signal: 2,
+            during: String::new(),
+        }
+        .during(|| "float sum 8 B (in-place)".into());
+        assert_eq!(i.exit_code(), 130);
+        assert!(i.is_interrupted() && !i.on_stdout());
+        assert_eq!(
+            i.render("n1"),
+            "n1: interrupted by SIGINT while running float sum 8 B (in-place); communicators aborted"
+        );
     }
 
     #[test]

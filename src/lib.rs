@@ -113,6 +113,9 @@ fn startup() -> Result<Startup, ExitCode> {
     for w in &parsed.warnings {
         eprintln!("{program}: {w}");
     }
+    for n in &parsed.notices {
+        eprintln!("{n}");
+    }
     let args = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())

@@ -77,6 +77,12 @@ pub struct Options {
     pub per_iter_skip: i64,
     /// `-p 1`: each thread initialises its own communicators.
     pub parallel_init: bool,
+    /// `-x`: `ncclConfig_t.CTAPolicy` (`None`: not set, NCCL's default).
+    pub cta_policy: Option<i64>,
+    /// `-D`: device-API implementation, when given (only 0, NCCL's own, runs here).
+    pub device_impl: Option<i64>,
+    /// `-V`: CTAs of a device-API implementation, when given (1..=128).
+    pub device_cta_count: Option<i64>,
     /// `--dry-run`: bootstrap, print the plan, load nothing on a GPU.
     pub dry_run: bool,
 }
@@ -113,6 +119,9 @@ impl Default for Options {
             per_iter: false,
             per_iter_skip: 0,
             parallel_init: false,
+            cta_policy: None,
+            device_impl: None,
+            device_cta_count: None,
             dry_run: false,
         }
     }
@@ -134,8 +143,12 @@ pub enum OptionsError {
 pub struct Parsed {
     /// The validated options.
     pub options: Options,
-    /// Non-fatal notes (lenient parses, ignored words).
+    /// Non-fatal notes of our own (lenient parses, ignored words), printed after the program
+    /// name.
     pub warnings: Vec<String>,
+    /// nccl-tests' own post-parse messages (an option disabled or reset), printed verbatim on
+    /// stderr as upstream does.
+    pub notices: Vec<String>,
 }
 
 /// Reads a C `strtol(s, &end, 0)` prefix: optional blanks and sign, `0x` hex, leading-`0` octal or
@@ -329,18 +342,6 @@ fn parse_ops(s: &str) -> Result<Vec<RedOp>, OptionsError> {
     })
 }
 
-/// Options that nccl-tests has but this build does not implement yet: (long name, value that
-/// means "off"). A different value stops with a clear error instead of being ignored.
-const NOT_YET: &[(&str, i64)] = &[
-    ("parallel_init", 0),
-    ("cudagraph", 0),
-    ("local_register", 0),
-    ("device_implementation", 0),
-    ("memory", 0),
-    ("per_iter_timing", 0),
-    ("per_iter_skip", 0),
-];
-
 /// Validates a parsed command line.
 pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     if raw.help {
@@ -417,27 +418,102 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     if let Some(s) = r.text("output_file")? {
         o.output_file = Some(PathBuf::from(s));
     }
-    for (long, off) in NOT_YET {
-        if raw.get(long).is_some() && r.int(long, *off)? != *off {
-            return Err(OptionsError::Unsupported(format!(
-                "{} is not supported yet by nccl-perf",
-                flag_name(long)
-            )));
-        }
+    o.graph = r.int("cudagraph", 0)?;
+    o.parallel_init = r.int("parallel_init", 0)? != 0;
+    o.memory_report = r.int("memory", 0)? != 0;
+    o.register = r.int("local_register", 0)?;
+    if !(0..=2).contains(&o.register) {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {} for -R (--local_register): use 0 (off), 1 (local) or 2 (symmetric)",
+            o.register
+        )));
     }
-    for long in ["cta_policy", "device_cta_count"] {
-        if raw.get(long).is_some() {
-            return Err(OptionsError::Unsupported(format!(
-                "{} is not supported yet by nccl-perf",
-                flag_name(long)
-            )));
-        }
+    let cta_policy = r.int("cta_policy", -1)?;
+    o.cta_policy = (cta_policy >= 0).then_some(cta_policy);
+    let per_iter = r.int("per_iter_timing", 0)?;
+    o.per_iter_skip = r.int("per_iter_skip", 0)?;
+    if raw.get("device_implementation").is_some() {
+        o.device_impl = Some(r.int("device_implementation", 0)?);
+    }
+    let mut notices = Vec::new();
+    if raw.get("device_cta_count").is_some() {
+        let v = r.int("device_cta_count", 16)?;
+        o.device_cta_count = Some(if (1..=128).contains(&v) {
+            v
+        } else {
+            notices.push(format!(
+                "device_cta_count (-V) must be positive and less than 128, got {v}. Using default value 16."
+            ));
+            16
+        });
     }
     check_sizes(&o)?;
+    post_parse(&mut o, per_iter, &mut notices)?;
     Ok(Parsed {
         options: o,
         warnings: r.warnings,
+        notices,
     })
+}
+
+/// nccl-tests' checks after parsing (spec §2.3, in its order; the size check comes first):
+/// `-D` without `-R 2` stops, incompatible `-I`/`-G`/`-z 3`/`-K` settings are disabled with
+/// upstream's message. Beyond upstream: `-D > 0` (device-API kernels) is not implemented here,
+/// and `-G` cannot capture the legacy NULL stream of `-y 1`.
+fn post_parse(
+    o: &mut Options,
+    per_iter: i64,
+    notices: &mut Vec<String>,
+) -> Result<(), OptionsError> {
+    let device_impl = o.device_impl.unwrap_or(0);
+    if device_impl > 0 && o.register != 2 {
+        return Err(OptionsError::Invalid(
+            "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
+                .into(),
+        ));
+    }
+    o.per_iter = per_iter == 1;
+    if per_iter != 0 && per_iter != 1 {
+        notices.push("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.".into());
+    }
+    if o.per_iter && o.graph >= 1 {
+        notices.push(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+                .into(),
+        );
+        o.per_iter = false;
+    }
+    if o.blocking == 3 && o.graph >= 1 {
+        notices.push(
+            "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.".into(),
+        );
+        o.blocking = 0;
+    }
+    if o.per_iter_skip < 0 || o.per_iter_skip >= o.iters {
+        notices.push(format!(
+            "per-iteration skip (-K) must be between 0 and {}. Disabling.",
+            o.iters - 1
+        ));
+        o.per_iter_skip = 0;
+    }
+    if o.per_iter_skip > 0 && !o.per_iter {
+        notices.push(
+            "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.".into(),
+        );
+        o.per_iter_skip = 0;
+    }
+    if device_impl > 0 {
+        return Err(OptionsError::Unsupported(format!(
+            "-D {device_impl} (--device_implementation): the device-API implementations (CUDA kernels on NCCL's device API: LSA, multimem, GIN) are not built into nccl-perf; run without -D (NCCL's own implementation)"
+        )));
+    }
+    if o.graph >= 1 && o.stream_null {
+        return Err(OptionsError::Invalid(
+            "-G (--cudagraph) cannot capture the legacy NULL stream of -y 1 (--stream_null); drop one of them"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Rejects size sweeps that are inverted or would never end.
@@ -565,25 +641,106 @@ mod tests {
     }
 
     #[test]
-    fn not_yet_supported_is_an_error_not_silence() {
-        for args in [
-            &["-G", "1"][..],
-            &["-p", "1"],
-            &["-I", "1"],
-            &["-x", "1"],
-            &["-R", "1"],
-        ] {
-            assert!(
-                matches!(parse(args), Err(OptionsError::Unsupported(_))),
-                "{args:?}"
-            );
-        }
-        assert!(parse(&["-G", "0", "-z", "0"]).is_ok());
-        assert_eq!(parse(&["-T", "5"]).unwrap().options.timeout_s, 5);
+    fn timing_options_are_read() {
+        let o = parse(&[
+            "-G", "3", "-p", "1", "-M", "1", "-R", "2", "-x", "1", "-T", "5",
+        ])
+        .unwrap()
+        .options;
+        assert_eq!(
+            (o.graph, o.parallel_init, o.memory_report, o.register),
+            (3, true, true, 2)
+        );
+        assert_eq!((o.cta_policy, o.timeout_s), (Some(1), 5));
+        assert_eq!(parse(&[]).unwrap().options.cta_policy, None);
+        assert_eq!(parse(&["-x", "-1"]).unwrap().options.cta_policy, None);
+        let o = parse(&["-I", "1", "-K", "3"]).unwrap().options;
+        assert!(o.per_iter);
+        assert_eq!(o.per_iter_skip, 3);
         assert!(matches!(
             parse(&["-T", "-1"]),
             Err(OptionsError::Invalid(_))
         ));
+        assert!(matches!(parse(&["-R", "3"]), Err(OptionsError::Invalid(_))));
+    }
+
+    /// Spec §2.3: the messages and their order, each disabling what it names.
+    #[test]
+    fn post_parse_messages_disable_like_upstream() {
+        let notices = |args: &[&str]| parse(args).unwrap().notices;
+        let p = parse(&["-I", "1", "-G", "2", "-z", "3"]).unwrap();
+        assert_eq!(
+            p.notices,
+            [
+                "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+                "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.",
+            ]
+        );
+        assert!(!p.options.per_iter);
+        assert_eq!((p.options.blocking, p.options.graph), (0, 2));
+        assert_eq!(
+            notices(&["-I", "2"]),
+            ["per-iteration timing (-I) only supports 0=off or 1=on. Disabling."]
+        );
+        assert_eq!(
+            notices(&["-I", "1", "-K", "20"]),
+            ["per-iteration skip (-K) must be between 0 and 19. Disabling."]
+        );
+        assert_eq!(
+            notices(&["-K", "-1", "-n", "5"]),
+            ["per-iteration skip (-K) must be between 0 and 4. Disabling."]
+        );
+        let p = parse(&["-K", "2"]).unwrap();
+        assert_eq!(
+            p.notices,
+            ["per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling."]
+        );
+        assert_eq!(p.options.per_iter_skip, 0);
+        assert_eq!(
+            notices(&["-V", "0"]),
+            [
+                "device_cta_count (-V) must be positive and less than 128, got 0. Using default value 16."
+            ]
+        );
+        let p = parse(&["-V", "129"]).unwrap();
+        assert_eq!(p.options.device_cta_count, Some(16));
+        assert_eq!(
+            parse(&["-V", "128"]).unwrap().options.device_cta_count,
+            Some(128)
+        );
+        assert!(notices(&["-I", "1", "-K", "19", "-G", "0"]).is_empty());
+    }
+
+    #[test]
+    fn device_implementations() {
+        let msg = |args: &[&str]| match parse(args) {
+            Err(OptionsError::Invalid(m)) => (255, m),
+            Err(OptionsError::Unsupported(m)) => (5, m),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            msg(&["-D", "1"]),
+            (
+                255,
+                "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
+                    .to_string()
+            )
+        );
+        // The size check comes first.
+        assert!(
+            msg(&["-D", "1", "-b", "2M", "-e", "1M"])
+                .1
+                .starts_with("invalid sizes")
+        );
+        let (code, text) = msg(&["-D", "2", "-R", "2"]);
+        assert_eq!(code, 5);
+        assert!(text.contains("device-API implementations"), "{text}");
+        assert_eq!(parse(&["-D", "0"]).unwrap().options.device_impl, Some(0));
+        assert!(matches!(
+            parse(&["-G", "1", "-y", "1"]),
+            Err(OptionsError::Invalid(_))
+        ));
+        assert!(parse(&["-G", "0", "-y", "1"]).is_ok());
     }
 
     #[test]

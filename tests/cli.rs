@@ -107,10 +107,14 @@ const BAD: &[(&[&str], i32, &str)] = &[
     (&["-q"], 255, "unknown option"),
     (&["-n"], 255, "value"),
     (&["--m", "1"], 255, "--m"),
-    (&["-G", "2"], 5, "not supported yet"),
-    (&["-I", "1"], 5, "not supported yet"),
-    (&["-R", "1"], 5, "not supported yet"),
-    (&["-x", "1"], 5, "not supported yet"),
+    (
+        &["-D", "1"],
+        255,
+        "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)",
+    ),
+    (&["-D", "2", "-R", "2"], 5, "device-API implementations"),
+    (&["-R", "3"], 255, "-R (--local_register)"),
+    (&["-G", "1", "-y", "1"], 255, "NULL stream"),
 ];
 
 #[test]
@@ -174,6 +178,58 @@ fn lenient_numbers_warn_and_continue_to_the_gpu_stage() {
     );
     assert!(err.contains("ignoring stray argument '100'"), "{err}");
     assert_ne!(o.status.code(), Some(255));
+}
+
+/// The timing options of issue 5 reach the GPU stage (no "not supported" stop), and upstream's
+/// post-parse messages are printed verbatim on stderr, each on its own line.
+#[test]
+fn timing_options_run_and_print_upstream_notices() {
+    for args in [
+        &["-G", "2"][..],
+        &["-I", "1", "-K", "2"],
+        &["-R", "1"],
+        &["-R", "2"],
+        &["-x", "1"],
+        &["-p", "1"],
+        &["-M", "1"],
+        &["-V", "32"],
+        &["-D", "0"],
+        &["-T", "1"],
+    ] {
+        let o = run(BINARIES[0], &[&["-b", "8", "-e", "8"], args].concat());
+        no_panic(&o);
+        assert!(
+            !matches!(o.status.code(), Some(5) | Some(255)),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    let o = run(
+        BINARIES[0],
+        &[
+            "-b", "8", "-e", "8", "-I", "1", "-G", "1", "-z", "3", "-K", "30",
+        ],
+    );
+    no_panic(&o);
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        [
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+            "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.",
+            "per-iteration skip (-K) must be between 0 and 19. Disabling.",
+        ],
+        "{err}"
+    );
+    let o = run(BINARIES[0], &["-b", "8", "-e", "8", "-V", "500"]);
+    assert!(
+        text(&o.stderr).starts_with(
+            "device_cta_count (-V) must be positive and less than 128, got 500. Using default value 16.\n"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

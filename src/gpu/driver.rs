@@ -201,3 +201,100 @@ pub unsafe fn launch(
     // SAFETY: forwarded to the caller.
     check(unsafe { cu::launch_kernel(f, (grid, 1, 1), (block, 1, 1), 0, s, params) })
 }
+
+pub use sys::{CUevent, CUgraphExec};
+
+/// Creates an event that records timing (`-I 1`; cudarc's default disables timing).
+#[track_caller]
+pub fn create_timing_event() -> Result<CUevent> {
+    check(cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT))
+}
+
+/// Records `e` on stream `s`.
+#[inline]
+#[track_caller]
+pub fn record_event(e: CUevent, s: CUstream) -> Result<()> {
+    // SAFETY: `e` comes from `create_timing_event` and `s` is a live stream of its context.
+    check(unsafe { cu::event::record(e, s) })
+}
+
+/// Milliseconds between two completed events of one stream.
+#[track_caller]
+pub fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
+    // SAFETY: both events were created by `create_timing_event`, recorded, and are complete.
+    check(unsafe { cu::event::elapsed(start, end) })
+}
+
+/// Destroys an event from [`create_timing_event`].
+pub fn destroy_event(e: CUevent) -> Result<()> {
+    // SAFETY: `e` is not used afterwards.
+    check(unsafe { cu::event::destroy(e) })
+}
+
+/// Starts capturing the work enqueued on `s` into a graph, in thread-local mode: only this
+/// thread's potentially unsafe CUDA calls are forbidden while it lasts, so other benchmark
+/// threads (and NCCL's own threads) keep working.
+#[track_caller]
+pub fn begin_capture(s: CUstream) -> Result<()> {
+    // SAFETY: `s` is a live, non-NULL stream of the current context.
+    check(unsafe {
+        cu::stream::begin_capture(
+            s,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        )
+    })
+}
+
+/// Ends the capture on `s`, instantiates the captured graph and frees the graph itself (the
+/// executable graph keeps what it needs). The capture is ended even when instantiation fails.
+#[track_caller]
+pub fn end_capture_and_instantiate(s: CUstream) -> Result<CUgraphExec> {
+    // SAFETY: `s` is capturing (begun by `begin_capture` on this thread).
+    let graph = check(unsafe { cu::stream::end_capture(s) })?;
+    // SAFETY: `graph` was just captured; it is destroyed once, here.
+    let exec = check(unsafe { cu::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) });
+    // SAFETY: as above.
+    let destroyed = check(unsafe { cu::graph::destroy(graph) });
+    let exec = exec?;
+    destroyed?;
+    Ok(exec)
+}
+
+/// Ends a capture that failed part-way and drops whatever was captured (best effort: the
+/// stream is left usable, errors are ignored since the caller already has one).
+pub fn abandon_capture(s: CUstream) {
+    // SAFETY: ending a capture that may or may not be active; the graph, if any, is freed.
+    if let Ok(graph) = unsafe { cu::stream::end_capture(s) }
+        && !graph.is_null()
+    {
+        // SAFETY: the graph was returned by the capture above and is not used afterwards.
+        let _ = unsafe { cu::graph::destroy(graph) };
+    }
+}
+
+/// Launches an executable graph on `s`.
+#[inline]
+#[track_caller]
+pub fn launch_graph(g: CUgraphExec, s: CUstream) -> Result<()> {
+    // SAFETY: `g` comes from `end_capture_and_instantiate` and `s` is a live stream.
+    check(unsafe { cu::graph::launch(g, s) })
+}
+
+/// Frees an executable graph (its launches may still be running).
+pub fn destroy_graph(g: CUgraphExec) -> Result<()> {
+    // SAFETY: `g` is not launched again.
+    check(unsafe { cu::graph::exec_destroy(g) })
+}
+
+/// Enqueues a host function on `s`: the stream waits until it returns.
+///
+/// # Safety
+/// `arg` must stay valid until `f` has run, and `f` must not call CUDA.
+pub unsafe fn launch_host_func(
+    s: CUstream,
+    f: unsafe extern "C" fn(*mut c_void),
+    arg: *mut c_void,
+) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    check(unsafe { cu::stream::launch_host_function(s, f, arg) })
+}

@@ -51,6 +51,9 @@ pub struct Config {
 
 const UNDEF_INT: c_int = c_int::MIN;
 
+/// `NCCL_WIN_COLL_SYMMETRIC`: a window registered for symmetric collectives (`-R 2`).
+pub const WIN_COLL_SYMMETRIC: c_int = 0x01;
+
 impl Config {
     /// `NCCL_CONFIG_INITIALIZER` for the 2.28 layout: every field "undefined" (NCCL's defaults).
     pub fn new() -> Config {
@@ -165,6 +168,10 @@ nccl_api! {
         ncclAlltoAll: fn(Ptr, MutPtr, usize, c_int, ncclComm_t, Stream) -> c_int;
         ncclGather: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
         ncclScatter: fn(Ptr, MutPtr, usize, c_int, c_int, ncclComm_t, Stream) -> c_int;
+        ncclCommRegister: fn(ncclComm_t, MutPtr, usize, *mut MutPtr) -> c_int;
+        ncclCommDeregister: fn(ncclComm_t, MutPtr) -> c_int;
+        ncclCommWindowRegister: fn(ncclComm_t, MutPtr, usize, *mut MutPtr, c_int) -> c_int;
+        ncclCommWindowDeregister: fn(ncclComm_t, MutPtr) -> c_int;
     }
 }
 

@@ -1,18 +1,22 @@
-//! One thread's work: warm-up, the timed loop, and validation, for the GPUs the thread owns.
+//! One thread's work: warm-up, the timed loop and its blocking modes, the cross-rank time, for
+//! the GPUs the thread owns. Validation is in `validate.rs`, CUDA graphs (`-G`) in `graph.rs`,
+//! per-iteration events and statistics (`-I`) in `per_iter.rs`.
+//!
 //! The timed loop is the hot path: no allocation, no locks, one function-pointer call into NCCL
-//! per GPU per operation.
+//! per GPU per operation (plus one event record per GPU per iteration with `-I 1`).
 
+use super::per_iter::{self, Events};
 use super::setup::Gpu;
 use super::sync::ThreadGroup;
+use super::{interrupt, stall};
 use crate::bootstrap::Reduce;
-use crate::collective::{Buffer, Call, Collective, Counts, Fill, FillCtx};
+use crate::collective::{Call, Collective, Counts};
 use crate::error::{Error, Result};
 use crate::gpu::driver::{self, CUdeviceptr};
 use crate::gpu::nccl::Nccl;
 use crate::options::Options;
-use crate::report::HalfResult;
+use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
-use crate::verify::generator::tolerance;
 use std::ffi::c_void;
 use std::time::Instant;
 
@@ -59,20 +63,24 @@ impl Shape {
         }
     }
 
-    fn ts(&self) -> usize {
+    pub(super) fn ts(&self) -> usize {
         self.dt.size()
     }
 }
 
 /// The GPUs of one thread and its counters.
 pub struct Worker<'a> {
-    e: &'a Engine<'a>,
-    tid: usize,
+    pub(super) e: &'a Engine<'a>,
+    pub(super) tid: usize,
     /// This thread's GPUs.
     pub gpus: Vec<Gpu>,
-    rep: u64,
+    pub(super) rep: u64,
     /// Measurements in which this thread's GPUs had wrong data (reported halves only).
     pub errors: u64,
+    /// `-I 1` timing events (none otherwise).
+    events: Events,
+    /// Test only: hold the streams this long before the first timed loop ([`stall`]).
+    stall_ms: Option<u64>,
 }
 
 /// `ncclScalarHostImmediate`.
@@ -95,7 +103,7 @@ fn scalar_bits(dt: DataType, v: u8) -> u64 {
 
 /// Runs `f` between `ncclGroupStart`/`ncclGroupEnd` when `grouped`; the group is always closed.
 #[inline]
-fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
+pub(super) fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
     if !grouped {
         return f();
     }
@@ -108,21 +116,28 @@ fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Resul
 }
 
 impl<'a> Worker<'a> {
-    /// A worker for thread `tid` owning `gpus`.
+    /// A worker for thread `tid` owning `gpus`; creates the `-I 1` events.
     pub fn new(e: &'a Engine<'a>, tid: usize, gpus: Vec<Gpu>) -> Result<Worker<'a>> {
         if let Some(g) = gpus.first() {
             driver::set_current(g.ctx)?;
         }
+        let events = if e.opts.per_iter {
+            Events::create(&gpus, e.opts.iters as u64, e.opts.blocking == 3)?
+        } else {
+            Events::none()
+        };
         Ok(Worker {
             e,
             tid,
             gpus,
             rep: 0,
             errors: 0,
+            events,
+            stall_ms: stall::from_env(),
         })
     }
 
-    fn data_ptrs(
+    pub(super) fn data_ptrs(
         &self,
         g: &Gpu,
         s: &Shape,
@@ -146,7 +161,7 @@ impl<'a> Worker<'a> {
 
     /// Enqueues one operation (iteration index `it`) on every GPU of this thread.
     #[inline]
-    fn issue(&self, s: &Shape, in_place: bool, it: u64) -> Result<()> {
+    pub(super) fn issue(&self, s: &Shape, in_place: bool, it: u64) -> Result<()> {
         let nccl = self.e.nccl;
         let ts = s.ts() as u64;
         let span = s.counts.printed_size(ts as usize);
@@ -212,9 +227,11 @@ impl<'a> Worker<'a> {
         r.and(d)
     }
 
-    /// Polls every stream until idle, checking for asynchronous NCCL errors meanwhile.
+    /// Polls every stream until idle, checking for asynchronous NCCL errors, the `-T` timeout
+    /// and SIGINT/SIGTERM meanwhile.
     #[track_caller]
-    fn wait(&self) -> Result<()> {
+    pub(super) fn wait(&self) -> Result<()> {
+        interrupt::check()?;
         let timeout = self.e.opts.timeout_s;
         let start = (timeout > 0).then(Instant::now);
         // Asynchronous errors are looked for on the first poll and every 64th after it: often
@@ -234,9 +251,11 @@ impl<'a> Worker<'a> {
             if done {
                 return Ok(());
             }
+            interrupt::check()?;
             if let Some(t0) = start
                 && t0.elapsed().as_secs_f64() > timeout as f64
             {
+                stall::release();
                 self.abort_all();
                 return Err(Error::Timeout {
                     secs: timeout,
@@ -261,8 +280,9 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// Aborts every communicator of this thread (after a timeout or an asynchronous error).
-    fn abort_all(&self) {
+    /// Aborts every communicator of this thread (after a timeout, an asynchronous error or a
+    /// signal). A communicator must not be used, or aborted, again afterwards.
+    pub fn abort_all(&self) {
         for g in &self.gpus {
             // SAFETY: aborting is the documented way out of a failed communicator.
             unsafe { (self.e.nccl.ncclCommAbort)(g.comm) };
@@ -290,8 +310,23 @@ impl<'a> Worker<'a> {
         self.issue(s, in_place, 0)?;
         self.wait()?;
         self.e.group.barrier()?;
+        if let Some(ms) = self.stall_ms.take() {
+            stall::inject(&self.gpus, ms)?;
+        }
 
-        let (cpu, local) = self.timed_loop(s, in_place, o.iters as u64, o.agg_iters as u64)?;
+        let (n, m) = (o.iters as u64, o.agg_iters as u64);
+        let (cpu, local) = if o.graph > 0 {
+            self.graph_loop(s, in_place, n, m, o.graph as u64)?
+        } else {
+            self.timed_loop(s, in_place, n, m)?
+        };
+        let per_iter = if self.events.active() {
+            // With -z 1/2 and m = 1 the last event may still be pending.
+            self.wait()?;
+            self.per_iteration(n, m)?
+        } else {
+            None
+        };
 
         let time = self.reduce_time(local)?;
         let ts = s.ts();
@@ -305,8 +340,22 @@ impl<'a> Worker<'a> {
             algbw,
             busbw,
             wrong,
-            per_iter: None,
+            per_iter,
         })
+    }
+
+    /// The `-I 1` statistics of the loop just run: per-iteration maxima over this thread's
+    /// GPUs, then over threads and processes; the statistics for thread 0 of world rank 0
+    /// (which prints), `None` elsewhere.
+    fn per_iteration(&self, n: u64, m: u64) -> Result<Option<PerIterStats>> {
+        let mine = self.events.iteration_us(n, m)?;
+        let rows = self.e.group.gather_max(self.tid, &mine)?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let (times, per_process) = per_iter::combine(rows);
+        let skip = self.e.opts.per_iter_skip.max(0) as usize;
+        Ok(Some(per_iter::summarize(times, skip, per_process)))
     }
 
     /// The timed loop: `n` iterations of `m` operations (grouped when `m > 1`), with the `-z`
@@ -314,30 +363,8 @@ impl<'a> Worker<'a> {
     /// this thread only.
     pub fn timed_loop(&self, s: &Shape, in_place: bool, n: u64, m: u64) -> Result<(f64, f64)> {
         let z = self.e.opts.blocking;
-        let nccl = self.e.nccl;
-        let mut coll_only = 0.0;
         let start = Instant::now();
-        for iter in 0..n {
-            let t0 = Instant::now();
-            in_group(nccl, m > 1, || {
-                for a in 0..m {
-                    self.issue(s, in_place, iter * m + a)?;
-                    if z != 0 && z != 3 {
-                        // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
-                        self.wait()?;
-                        if z == 1 {
-                            self.e.group.barrier()?;
-                        }
-                    }
-                }
-                Ok(())
-            })?;
-            if z == 3 {
-                self.wait()?;
-                coll_only += t0.elapsed().as_secs_f64();
-                self.e.group.barrier()?;
-            }
-        }
+        let coll_only = self.enqueue_loop(s, in_place, n, m, false)?;
         let ops = (n * m) as f64;
         let cpu = if z == 3 {
             coll_only
@@ -352,8 +379,58 @@ impl<'a> Worker<'a> {
         } else {
             start.elapsed().as_secs_f64()
         } / ops;
-
         Ok((cpu, local))
+    }
+
+    /// Enqueues the `n × m` operations of the timed loop with the `-z` waits and barriers and
+    /// the `-I 1` events. While `capturing` into a CUDA graph nothing runs, so the per-operation
+    /// waits and barriers of `-z 1/2` are left out. Returns the summed iteration times of
+    /// `-z 3` (barriers excluded), in seconds.
+    pub(super) fn enqueue_loop(
+        &self,
+        s: &Shape,
+        in_place: bool,
+        n: u64,
+        m: u64,
+        capturing: bool,
+    ) -> Result<f64> {
+        let z = self.e.opts.blocking;
+        let per_op_wait = (z == 1 || z == 2) && !capturing;
+        let events = self.events.active() && !capturing;
+        let nccl = self.e.nccl;
+        let mut coll_only = 0.0;
+        for iter in 0..n {
+            let t0 = Instant::now();
+            in_group(nccl, m > 1, || {
+                if events {
+                    self.events.record(&self.gpus, self.events.start_of(iter))?;
+                }
+                for a in 0..m {
+                    self.issue(s, in_place, iter * m + a)?;
+                    if per_op_wait {
+                        // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
+                        self.wait()?;
+                        if z == 1 {
+                            self.e.group.barrier()?;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            if z == 3 {
+                self.wait()?;
+                if events {
+                    self.events
+                        .record(&self.gpus, self.events.start_of(iter) + 1)?;
+                }
+                coll_only += t0.elapsed().as_secs_f64();
+                self.e.group.barrier()?;
+            }
+        }
+        if events && z != 3 {
+            self.events.record(&self.gpus, n as usize)?;
+        }
+        Ok(coll_only)
     }
 
     /// The cross-rank time of `-a`: 0 this process' thread 0, 1 mean, 2 min, 3 max.
@@ -371,140 +448,6 @@ impl<'a> Worker<'a> {
                 let sum = g.allreduce(self.tid, local, Reduce::Sum)?;
                 Ok(sum / (self.e.world_size * g.threads()) as f64)
             }
-        }
-    }
-
-    fn report_errors(&self, in_place: bool) -> bool {
-        self.e.opts.check > 0 && (!in_place || self.e.coll.reports_in_place_errors())
-    }
-
-    /// Validation: fresh data, one operation, count mismatches on every GPU; repeated `-c` times
-    /// or until a mismatch. Returns the global count, or `None` when not reported.
-    fn validate(&mut self, s: &Shape, in_place: bool) -> Result<Option<f64>> {
-        self.rep += 1;
-        if self.e.opts.check == 0 {
-            return Ok(None);
-        }
-        let mut wrong = 0.0;
-        for _ in 0..self.e.opts.check {
-            self.prepare(s, in_place, self.rep, false)?;
-            self.issue(s, in_place, 0)?;
-            self.wait()?;
-            let local = self.count_mismatches(s, in_place)?;
-            if local > 0 && self.report_errors(in_place) {
-                self.errors += 1;
-            }
-            wrong = self
-                .e
-                .group
-                .allreduce(self.tid, local as f64, Reduce::Sum)?;
-            if wrong > 0.0 {
-                break;
-            }
-        }
-        Ok(self.report_errors(in_place).then_some(wrong))
-    }
-
-    fn fill_ctx(&self, g: &Gpu, s: &Shape, in_place: bool, seed: u64) -> FillCtx {
-        FillCtx {
-            rank: g.rank,
-            nranks: self.e.nranks,
-            root: s.root,
-            op: s.op,
-            counts: s.counts,
-            in_place,
-            seed,
-            ts: s.ts(),
-        }
-    }
-
-    /// Writes inputs (and, unless `inputs_only`, expected results) for one validated operation.
-    fn prepare(&self, s: &Shape, in_place: bool, seed: u64, inputs_only: bool) -> Result<()> {
-        let ts = s.ts();
-        for g in &self.gpus {
-            driver::set_current(g.ctx)?;
-            let k = g
-                .kernels
-                .as_ref()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
-            let (_, recv) = self.data_ptrs(g, s, in_place, 0);
-            driver::memset_async(recv, 0, s.counts.recv * ts, g.stream)?;
-            let unalign = self.e.opts.unalign as u64 * ts as u64;
-            for fill in self.e.coll.fills(&self.fill_ctx(g, s, in_place, seed)) {
-                match fill {
-                    Fill::Input {
-                        buf,
-                        offset,
-                        count,
-                        op,
-                        rn,
-                        rme,
-                        seed,
-                        ix0,
-                    } => {
-                        let base = match buf {
-                            Buffer::Send => g.send + unalign,
-                            Buffer::Recv => g.recv + unalign,
-                            Buffer::Expected => g.expected,
-                        };
-                        let p = base + (offset * ts) as u64;
-                        k.fill_input(s.dt, p, count as u64, ix0, op, rn, rme, seed, g.stream)?;
-                    }
-                    _ if inputs_only => {}
-                    Fill::Expected {
-                        offset,
-                        count,
-                        op,
-                        rn,
-                        seed,
-                        ix0,
-                    } => {
-                        let p = g.expected + (offset * ts) as u64;
-                        k.fill_expected(s.dt, p, count as u64, ix0, op, rn, seed, g.stream)?;
-                    }
-                    Fill::ExpectedIsRecv => {
-                        driver::copy_async(g.expected, recv, s.counts.recv * ts, g.stream)?;
-                    }
-                }
-            }
-        }
-        self.restore_context()
-    }
-
-    fn count_mismatches(&self, s: &Shape, in_place: bool) -> Result<u64> {
-        let mut total = 0;
-        let reduces = self.e.coll.op_column().reduces();
-        let tol = tolerance(s.dt, reduces.then_some(s.op));
-        for g in &self.gpus {
-            driver::set_current(g.ctx)?;
-            let k = g
-                .kernels
-                .as_ref()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
-            let (_, recv) = self.data_ptrs(g, s, in_place, 0);
-            driver::memset_async(g.counter, 0, 8, g.stream)?;
-            k.count_mismatches(
-                s.dt,
-                recv,
-                g.expected,
-                s.counts.recv as u64,
-                tol,
-                g.counter,
-                g.stream,
-            )?;
-            driver::synchronize(g.stream)?;
-            let mut n = [0u64];
-            driver::copy_to_host(&mut n, g.counter)?;
-            total += n[0];
-        }
-        self.restore_context()?;
-        Ok(total)
-    }
-
-    fn restore_context(&self) -> Result<()> {
-        match self.gpus.first() {
-            Some(g) if self.gpus.len() > 1 => driver::set_current(g.ctx),
-            _ => Ok(()),
         }
     }
 }

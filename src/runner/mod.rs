@@ -2,11 +2,17 @@
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
 mod dry_run;
+mod graph;
+pub mod interrupt;
 mod measure;
 mod output;
+pub mod per_iter;
 pub mod placement;
 pub mod setup;
+mod stall;
 mod sync;
+mod threads;
+mod validate;
 
 pub use measure::{Engine, Shape, Worker};
 pub use setup::{BufferSizes, Discovered, Gpu};
@@ -15,12 +21,14 @@ pub use sync::ThreadGroup;
 use crate::bootstrap::{self, Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result, code};
-use crate::gpu::{driver, kernels, nccl::Nccl};
+use crate::gpu::{driver, nccl::Nccl};
 use crate::options::{Options, Roots};
-use crate::report::{self, RowResult, RunInfo, Step, Summary, json, table};
+use crate::report::{self, RunInfo, Step, Summary, json, table};
 use crate::types::{DataType, RedOp};
 use output::Output;
+use setup::{GpuPlan, KernelImage, Register};
 use std::ops::Not;
+use threads::{ThreadGpus, run_threads};
 
 /// The parameters shown in the header, from the options (sizes before the memory clamp).
 pub fn run_info(o: &Options, program: &str) -> RunInfo {
@@ -138,11 +146,16 @@ fn run_gpus(
     boot: &dyn Bootstrap,
     args: Vec<String>,
 ) -> Result<u8> {
+    interrupt::install();
     driver::init()?;
     crate::host::trace("CUDA driver initialised");
     let nccl = Nccl::load()?;
     crate::host::trace("libnccl loaded");
     let nccl_version = nccl.version()?;
+    let settings = version_settings(opts, nccl_version)?;
+    for m in &settings.messages {
+        eprintln!("{m}");
+    }
     let printing = boot.world_rank() == 0;
     let mut out = Output::new(run_info(opts, program), printing);
     let json_file = if printing {
@@ -154,7 +167,7 @@ fn run_gpus(
         opts,
         coll,
         &nccl,
-        nccl_version,
+        (nccl_version, &settings),
         boot,
         &mut out,
         json_file,
@@ -164,6 +177,64 @@ fn run_gpus(
         out.abort();
     }
     result
+}
+
+/// `-R`, `-x`, `-D` and `-V` as the loaded NCCL supports them.
+#[derive(Debug, Clone, PartialEq)]
+struct Settings {
+    register: Register,
+    cta_policy: Option<i64>,
+    /// Upstream's messages for what was changed or ignored (stderr, every process).
+    messages: Vec<String>,
+}
+
+/// Applies nccl-tests' version rules (spec §2.2, §2.3): `-D` and `-V` need NCCL 2.28 (exit
+/// 255), `-R 2` falls back to local registration before 2.27, `-x` is ignored before 2.27 and
+/// values above 1 before 2.28. The messages are upstream's; they go to stderr rather than
+/// stdout, where their length would make them look like table rows.
+fn version_settings(o: &Options, version: i32) -> Result<Settings> {
+    if o.device_impl.is_some() && version < 22800 {
+        return Err(Error::Usage(
+            "Option -D (device implementation) requires NCCL >= 2.28.0".into(),
+        ));
+    }
+    if o.device_cta_count.is_some() && version < 22800 {
+        return Err(Error::Usage(
+            "Option -V (device CTA count) requires NCCL >= 2.28.0".into(),
+        ));
+    }
+    let mut messages = Vec::new();
+    let register = match o.register {
+        0 => Register::Off,
+        2 if version >= 22700 => Register::Symmetric,
+        2 => {
+            messages.push(
+                "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration"
+                    .into(),
+            );
+            Register::Local
+        }
+        _ => Register::Local,
+    };
+    let cta_policy = match o.cta_policy {
+        Some(_) if version < 22700 => {
+            messages
+                .push("Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring".into());
+            None
+        }
+        Some(p) if p > 1 && version < 22800 => {
+            messages.push(format!(
+                "Option -x (cta_policy) {p} is not supported before NCCL 2.28. Ignoring"
+            ));
+            None
+        }
+        p => p,
+    };
+    Ok(Settings {
+        register,
+        cta_policy,
+        messages,
+    })
 }
 
 /// Per-GPU buffer sizes for a largest size of `hi` bytes.
@@ -246,7 +317,7 @@ fn run_with(
     opts: &Options,
     coll: &dyn Collective,
     nccl: &Nccl,
-    nccl_version: i32,
+    (nccl_version, settings): (i32, &Settings),
     boot: &dyn Bootstrap,
     out: &mut Output,
     json_file: Option<std::fs::File>,
@@ -286,9 +357,7 @@ fn run_with(
     let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
     let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
 
-    let types = opts.types.clone();
-    let compiler =
-        (opts.check > 0).then(|| std::thread::spawn(move || kernels::compile(min_cc, &types)));
+    let kernels = (opts.check > 0).then(|| KernelImage::compile(min_cc, opts.types.clone()));
 
     let (lo, hi, reduced) =
         crate::sweep::clamp(opts.min_bytes, opts.max_bytes, min_mem, opts.check > 0);
@@ -308,32 +377,39 @@ fn run_with(
     id.internal = bytes.map(|b| b as std::ffi::c_char);
     boot.barrier()?;
     crate::host::trace("devices discovered");
-    let comms = setup::init_comms(nccl, &devices, &id, nranks, first_rank, nccl_version)?;
-    crate::host::trace("communicators created");
 
-    let image = match compiler {
-        Some(h) => Some(
-            h.join()
-                .map_err(|_| Error::Kernels("the kernel compiler thread failed".into()))??,
-        ),
-        None => None,
+    let gpu_plan = GpuPlan {
+        nccl,
+        id,
+        nranks,
+        nccl_version,
+        cta_policy: settings.cta_policy,
+        sizes: buffer_sizes(opts, hi),
+        register: (settings.register, hi as usize),
+        null_stream: opts.stream_null,
+        kernels: kernels.as_ref(),
+        types: &plan.types,
+        measure_memory: opts.memory_report,
     };
-    let sizes = buffer_sizes(opts, hi);
-    let mut gpus = Vec::with_capacity(devices.len());
-    for (i, (d, (ctx, comm))) in devices.iter().zip(comms).enumerate() {
-        gpus.push(Gpu::create(
-            nccl,
-            d.ordinal,
-            ctx,
-            comm,
-            first_rank + i,
-            sizes,
-            opts.stream_null,
-            image.as_deref(),
-            &plan.types,
-        )?);
-    }
-    crate::host::trace("kernels compiled, buffers allocated");
+    let per_thread = opts.ngpus as usize;
+    let starts: Vec<ThreadGpus> = if opts.parallel_init {
+        devices
+            .chunks(per_thread)
+            .enumerate()
+            .map(|(t, d)| ThreadGpus::Init(d, first_rank + t * per_thread))
+            .collect()
+    } else {
+        let (mut gpus, memory) = setup::create_gpus(&gpu_plan, &devices, first_rank)?;
+        crate::host::trace("communicators created, buffers allocated, kernels loaded");
+        let mut starts = Vec::new();
+        let mut memory = Some(memory);
+        while !gpus.is_empty() {
+            let rest = gpus.split_off(per_thread.min(gpus.len()));
+            starts.push(ThreadGpus::Ready(gpus, memory.take()));
+            gpus = rest;
+        }
+        starts
+    };
     out.print(&table::table_header(out.info()));
 
     let group = ThreadGroup::new(opts.nthreads as usize, boot);
@@ -346,36 +422,41 @@ fn run_with(
         max_bytes: hi,
         world_size: boot.world_size(),
     };
-    let (oob, gpus) = run_threads(&engine, &plan, gpus, out)?;
+    let (oob, gpus, memory) = run_threads(&engine, &plan, &gpu_plan, starts, out)?;
     crate::host::trace("all measurements done");
 
     let avg = out.average_busbw();
-    let min_bw_ok = std::env::var("NCCL_TESTS_MIN_BW")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .map(|v| below_min_bw(avg, atof(&v)).not());
+    let min_bw_ok = min_bw_verdict(avg, std::env::var("NCCL_TESTS_MIN_BW").ok().as_deref());
     let summary = Summary {
         oob_errors: oob,
         avg_busbw: avg,
         min_bw_ok,
         last_error: nccl.last_error(),
-        memory_report: None,
+        memory_report: memory.map(|[a, b, c]| table::memory_report(a, b, c)),
     };
-    for g in gpus {
-        g.destroy(nccl)?;
-    }
+    setup::destroy_all(nccl, gpus)?;
     out.finish(&summary);
     crate::host::trace("teardown done");
-    Ok(if oob > 0 || min_bw_ok == Some(false) {
+    Ok(final_code(oob, min_bw_ok))
+}
+
+/// The `NCCL_TESTS_MIN_BW` verdict on the average bus bandwidth: `None` when the variable is
+/// unset or blank, else whether the average is not below 0.9 × its value (C `atof`). nccl-tests
+/// checks `avg < 0.9 × min`, so a NaN average (no rows) passes.
+fn min_bw_verdict(avg: f64, min_bw: Option<&str>) -> Option<bool> {
+    min_bw
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| (avg < 0.9 * atof(v)).not())
+}
+
+/// The exit code of a run that reached its footer: 7 with wrong data or a failed
+/// `NCCL_TESTS_MIN_BW` check, else 0.
+fn final_code(oob_errors: u64, min_bw_ok: Option<bool>) -> u8 {
+    if oob_errors > 0 || min_bw_ok == Some(false) {
         code::NUM_RESULTS
     } else {
         code::OK
-    })
-}
-
-/// nccl-tests' check `avg < 0.9 × min`: a NaN average never counts as below (upstream quirk).
-fn below_min_bw(avg: f64, min: f64) -> bool {
-    avg < 0.9 * min
+    }
 }
 
 /// C `atof`: the longest numeric prefix, 0 when there is none.
@@ -386,115 +467,6 @@ fn atof(s: &str) -> f64 {
         .filter(|&i| t.is_char_boundary(i))
         .find_map(|i| t[..i].parse::<f64>().ok())
         .unwrap_or(0.0)
-}
-
-/// Runs the test loops on `-t` threads (thread 0 on this one, printing); returns the global
-/// count of measurements with wrong data and the GPUs for teardown.
-fn run_threads(
-    e: &Engine,
-    plan: &Plan,
-    gpus: Vec<Gpu>,
-    out: &mut Output,
-) -> Result<(u64, Vec<Gpu>)> {
-    let per_thread = e.opts.ngpus as usize;
-    let mut chunks: Vec<Vec<Gpu>> = Vec::new();
-    let mut rest = gpus;
-    while !rest.is_empty() {
-        let tail = rest.split_off(per_thread.min(rest.len()));
-        chunks.push(rest);
-        rest = tail;
-    }
-    let threads = chunks.len();
-    std::thread::scope(|s| {
-        let mut it = chunks.into_iter();
-        let first = it.next().unwrap_or_default();
-        let handles: Vec<_> = it
-            .enumerate()
-            .map(|(i, chunk)| {
-                s.spawn(move || {
-                    thread_main(e, plan, i + 1, chunk, None)
-                        .unwrap_or_else(|err| fail_fast(err, threads))
-                })
-            })
-            .collect();
-        let mine = thread_main(e, plan, 0, first, Some(out));
-        let mine = match mine {
-            Ok(v) => v,
-            Err(err) if threads > 1 => fail_fast(err, threads),
-            Err(err) => return Err(err),
-        };
-        let mut all = mine.1;
-        for h in handles {
-            let (_, g) = h
-                .join()
-                .map_err(|_| Error::Internal("a benchmark thread failed".into()))?;
-            all.extend(g);
-        }
-        Ok((mine.0, all))
-    })
-}
-
-/// With several threads a failing one cannot leave the others waiting at a barrier: report and
-/// end the process.
-fn fail_fast(err: Error, _threads: usize) -> ! {
-    crate::report_error(&err);
-    std::process::exit(err.exit_code() as i32)
-}
-
-fn thread_main(
-    e: &Engine,
-    plan: &Plan,
-    tid: usize,
-    gpus: Vec<Gpu>,
-    mut out: Option<&mut Output>,
-) -> Result<(u64, Vec<Gpu>)> {
-    let mut w = Worker::new(e, tid, gpus)?;
-    for &dt in &plan.types {
-        for &op in &plan.ops {
-            for &root in &plan.roots {
-                e.group.barrier()?;
-                match w.warmup(dt, op, root, &plan.ladder) {
-                    Err(err) if plan.skippable && err.is_nccl_invalid_argument() => {
-                        if let Some(o) = out.as_deref_mut() {
-                            o.print(&skip_line(e.coll, dt, op));
-                        }
-                        continue;
-                    }
-                    r => r?,
-                }
-                let cycles = e.opts.run_cycles.unwrap_or(u64::MAX);
-                for _ in 0..cycles {
-                    for &bytes in &plan.sizes {
-                        let shape = Shape::new(e, dt, op, root, bytes);
-                        let what = |place: &str| {
-                            format!("{} {} {} B ({place})", dt.name(), label(e.coll, op), bytes)
-                        };
-                        let oop = w
-                            .measure(&shape, false)
-                            .map_err(|x| x.during(|| what("out-of-place")))?;
-                        let ip = w
-                            .measure(&shape, true)
-                            .map_err(|x| x.during(|| what("in-place")))?;
-                        if let Some(o) = out.as_deref_mut() {
-                            o.row(&RowResult {
-                                size: shape.counts.printed_size(dt.size()),
-                                count: shape.counts.param as u64,
-                                dtype: dt.name().to_string(),
-                                op: label(e.coll, op).to_string(),
-                                root: if e.coll.rooted() { root as i64 } else { -1 },
-                                out_of_place: oop,
-                                in_place: ip,
-                                timestamp: e.opts.report_timestamps.then(crate::host::local_time),
-                                iterations: e.opts.iters,
-                            });
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let oob = e.group.allreduce(tid, w.errors as f64, Reduce::Sum)? as u64;
-    Ok((oob, w.gpus))
 }
 
 /// The op column of a row.
@@ -518,6 +490,86 @@ fn skip_line(coll: &dyn Collective, dt: DataType, op: RedOp) -> String {
 mod tests {
     use super::*;
     use crate::collective::{AllGather, AllReduce};
+
+    #[test]
+    fn min_bw_fails_below_ninety_percent_with_exit_7() {
+        assert_eq!(min_bw_verdict(10.0, None), None);
+        assert_eq!(min_bw_verdict(10.0, Some("  ")), None);
+        assert_eq!(min_bw_verdict(90.0, Some("100")), Some(true));
+        assert_eq!(min_bw_verdict(89.99, Some("100")), Some(false));
+        assert_eq!(min_bw_verdict(5.0, Some("100GB/s")), Some(false));
+        assert_eq!(min_bw_verdict(0.0, Some("abc")), Some(true));
+        assert_eq!(min_bw_verdict(f64::NAN, Some("100")), Some(true));
+        assert_eq!(final_code(0, None), 0);
+        assert_eq!(final_code(0, Some(true)), 0);
+        assert_eq!(final_code(0, Some(false)), 7);
+        assert_eq!(final_code(2, Some(true)), 7);
+        let s = Summary {
+            oob_errors: 0,
+            avg_busbw: 89.0,
+            min_bw_ok: min_bw_verdict(89.0, Some("100")),
+            last_error: String::new(),
+            memory_report: None,
+        };
+        assert!(
+            table::footer(&s, "all_reduce_perf").contains("# Avg bus bandwidth    : 89 FAILED\n")
+        );
+    }
+
+    #[test]
+    fn version_rules_of_registration_cta_policy_and_device_options() {
+        let o = |f: fn(&mut Options)| {
+            let mut o = Options::default();
+            f(&mut o);
+            o
+        };
+        let sym = o(|o| o.register = 2);
+        let s = version_settings(&sym, 22803).unwrap();
+        assert_eq!((s.register, s.messages.len()), (Register::Symmetric, 0));
+        let s = version_settings(&sym, 22605).unwrap();
+        assert_eq!(s.register, Register::Local);
+        assert_eq!(
+            s.messages,
+            [
+                "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration"
+            ]
+        );
+        assert_eq!(
+            version_settings(&o(|o| o.register = 1), 21900)
+                .unwrap()
+                .register,
+            Register::Local
+        );
+        assert_eq!(
+            version_settings(&Options::default(), 22803)
+                .unwrap()
+                .register,
+            Register::Off
+        );
+        let zero = o(|o| o.cta_policy = Some(2));
+        assert_eq!(version_settings(&zero, 22803).unwrap().cta_policy, Some(2));
+        let s = version_settings(&zero, 22703).unwrap();
+        assert_eq!(s.cta_policy, None);
+        assert_eq!(
+            s.messages,
+            ["Option -x (cta_policy) 2 is not supported before NCCL 2.28. Ignoring"]
+        );
+        let eff = o(|o| o.cta_policy = Some(1));
+        assert_eq!(version_settings(&eff, 22703).unwrap().cta_policy, Some(1));
+        assert_eq!(version_settings(&eff, 22605).unwrap().cta_policy, None);
+        let e = version_settings(&o(|o| o.device_impl = Some(0)), 22703).unwrap_err();
+        assert_eq!(e.exit_code(), 255);
+        assert_eq!(
+            e.to_string(),
+            "Option -D (device implementation) requires NCCL >= 2.28.0"
+        );
+        let e = version_settings(&o(|o| o.device_cta_count = Some(16)), 22703).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Option -V (device CTA count) requires NCCL >= 2.28.0"
+        );
+        assert!(version_settings(&o(|o| o.device_cta_count = Some(16)), 22800).is_ok());
+    }
 
     #[test]
     fn atof_reads_a_prefix() {

@@ -1,11 +1,34 @@
-//! Per-GPU resources of a run: device discovery, communicators, streams and buffers, and their
-//! teardown.
+//! Per-GPU resources of a run: device discovery, communicators, streams, buffers and their
+//! registration (`-R`), the free-memory readings of `-M 1`, and their teardown.
 
 use crate::error::{Error, Result};
 use crate::gpu::driver::{self, CUcontext, CUdeviceptr, CUstream, DeviceProps};
 use crate::gpu::kernels::Kernels;
-use crate::gpu::nccl::{Comm, Config, Nccl, UniqueId};
+use crate::gpu::nccl::{self, Comm, Config, Nccl, UniqueId};
 use crate::report::DeviceInfo;
+use crate::types::DataType;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+/// How the send and receive buffers are registered with the communicator (`-R`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Register {
+    /// `-R 0`.
+    Off,
+    /// `-R 1`: `ncclCommRegister`.
+    Local,
+    /// `-R 2`: `ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC` (NCCL ≥ 2.27).
+    Symmetric,
+}
+
+/// The registration handles of one GPU's send and receive buffers.
+#[derive(Debug, Clone, Copy)]
+enum Handles {
+    None,
+    Local([*mut c_void; 2]),
+    Window([*mut c_void; 2]),
+}
 
 /// One GPU driven by this process.
 pub struct Gpu {
@@ -31,6 +54,8 @@ pub struct Gpu {
     pub kernels: Option<Kernels>,
     /// Whether buffers came from `ncclMemAlloc`.
     nccl_alloc: bool,
+    /// `-R` registrations, undone before the communicator is destroyed.
+    handles: Handles,
 }
 
 // SAFETY: the raw handles are driver/NCCL objects used by exactly one thread at a time (the
@@ -80,7 +105,8 @@ pub fn device_info(d: &Discovered, rank: i64, hostname: &str) -> DeviceInfo {
     }
 }
 
-/// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group.
+/// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with
+/// `CTAPolicy` set when `cta_policy` is given (`-x`).
 pub fn init_comms(
     nccl: &Nccl,
     devices: &[Discovered],
@@ -88,6 +114,7 @@ pub fn init_comms(
     nranks: usize,
     first_rank: usize,
     nccl_version: i32,
+    cta_policy: Option<i64>,
 ) -> Result<Vec<(CUcontext, Comm)>> {
     let mut comms = vec![std::ptr::null_mut(); devices.len()];
     let mut ctxs = Vec::with_capacity(devices.len());
@@ -112,6 +139,9 @@ pub fn init_comms(
                 let mut cfg = Config::new();
                 if nccl_version >= 22800 {
                     cfg.nvlink_centric_sched = 1;
+                }
+                if let Some(p) = cta_policy {
+                    cfg.cta_policy = p as std::ffi::c_int;
                 }
                 // SAFETY: valid out pointer, id and config.
                 unsafe { f(&mut comms[i], nranks as i32, *id, rank, &mut cfg) }
@@ -151,8 +181,8 @@ pub struct BufferSizes {
 }
 
 impl Gpu {
-    /// Creates the stream and buffers of one GPU in its (current) context.
-    #[allow(clippy::too_many_arguments)]
+    /// Creates the stream and the send, receive (and, when `sizes.expected > 0`, expected)
+    /// buffers of one GPU in its context.
     pub fn create(
         nccl: &Nccl,
         ordinal: i64,
@@ -161,8 +191,6 @@ impl Gpu {
         rank: usize,
         sizes: BufferSizes,
         null_stream: bool,
-        kernel_image: Option<&[u8]>,
-        types: &[crate::types::DataType],
     ) -> Result<Gpu> {
         driver::set_current(ctx)?;
         let stream = driver::create_stream(null_stream)?;
@@ -178,13 +206,12 @@ impl Gpu {
             counter: 0,
             kernels: None,
             nccl_alloc: false,
+            handles: Handles::None,
         };
         (gpu.send, gpu.nccl_alloc) = alloc(nccl, sizes.data)?;
         (gpu.recv, _) = alloc(nccl, sizes.data)?;
-        if let Some(image) = kernel_image {
+        if sizes.expected > 0 {
             (gpu.expected, _) = alloc(nccl, sizes.expected)?;
-            gpu.counter = driver::malloc(8)?;
-            gpu.kernels = Some(Kernels::load(image, types)?);
         }
         // Deterministic contents even without validation.
         driver::memset_async(gpu.send, 0, sizes.data, stream)?;
@@ -193,9 +220,19 @@ impl Gpu {
         Ok(gpu)
     }
 
-    /// Destroys the communicator, frees the buffers and the stream.
-    pub fn destroy(self, nccl: &Nccl) -> Result<()> {
+    /// Loads the validation kernels (for `types`) and allocates the mismatch counter.
+    pub fn load_kernels(&mut self, image: &[u8], types: &[DataType]) -> Result<()> {
         driver::set_current(self.ctx)?;
+        self.counter = driver::malloc(8)?;
+        self.kernels = Some(Kernels::load(image, types)?);
+        Ok(())
+    }
+
+    /// Destroys the communicator (after undoing `-R` registrations), frees the buffers and the
+    /// stream. With several GPUs use [`destroy_all`], which deregisters every GPU first.
+    pub fn destroy(mut self, nccl: &Nccl) -> Result<()> {
+        driver::set_current(self.ctx)?;
+        deregister(nccl, &mut self)?;
         // SAFETY: the communicator is idle and not used afterwards.
         nccl.check(unsafe { (nccl.ncclCommDestroy)(self.comm) })?;
         for p in [self.send, self.recv, self.expected] {
@@ -212,5 +249,283 @@ impl Gpu {
             driver::free(self.counter)?;
         }
         driver::destroy_stream(self.stream)
+    }
+}
+
+/// Registers every GPU's send and receive buffers (`bytes` long) with its communicator, all in
+/// one NCCL group (symmetric windows are collective over the communicator's ranks).
+pub fn register(nccl: &Nccl, gpus: &mut [Gpu], bytes: usize, how: Register) -> Result<()> {
+    let missing = |name: &str, flag: u8, need: &str| {
+        Error::Unsupported(format!(
+            "-R {flag}: {} has no {name} (needs NCCL {need} or later)",
+            nccl.path
+        ))
+    };
+    match how {
+        Register::Off => Ok(()),
+        Register::Local => {
+            let reg = nccl
+                .ncclCommRegister
+                .ok_or_else(|| missing("ncclCommRegister", 1, "2.19"))?;
+            nccl.ncclCommDeregister
+                .ok_or_else(|| missing("ncclCommDeregister", 1, "2.19"))?;
+            // SAFETY: `p` is a live allocation of at least `bytes` bytes; `h` a valid out
+            // pointer that stays valid until the group ends.
+            register_with(nccl, gpus, |c, p, h| unsafe { reg(c, p, bytes, h) }, false)
+        }
+        Register::Symmetric => {
+            let reg = nccl
+                .ncclCommWindowRegister
+                .ok_or_else(|| missing("ncclCommWindowRegister", 2, "2.27"))?;
+            nccl.ncclCommWindowDeregister
+                .ok_or_else(|| missing("ncclCommWindowDeregister", 2, "2.27"))?;
+            let flags = nccl::WIN_COLL_SYMMETRIC;
+            // SAFETY: as above.
+            register_with(
+                nccl,
+                gpus,
+                |c, p, h| unsafe { reg(c, p, bytes, h, flags) },
+                true,
+            )
+        }
+    }
+}
+
+fn register_with(
+    nccl: &Nccl,
+    gpus: &mut [Gpu],
+    call: impl Fn(Comm, *mut c_void, *mut *mut c_void) -> std::ffi::c_int,
+    window: bool,
+) -> Result<()> {
+    // NCCL may write a handle only at ncclGroupEnd (window registration is deferred to the end
+    // of the group), so the handles live here, never moved, until the group is closed.
+    let mut handles = vec![[std::ptr::null_mut::<c_void>(); 2]; gpus.len()];
+    let slots = handles.as_mut_ptr();
+    // SAFETY: balanced by the ncclGroupEnd below.
+    nccl.check(unsafe { (nccl.ncclGroupStart)() })?;
+    let mut result = Ok(());
+    for (i, g) in gpus.iter().enumerate() {
+        if let Err(e) = driver::set_current(g.ctx) {
+            result = Err(e);
+            break;
+        }
+        // SAFETY: `i` is in bounds and `handles` is neither moved nor resized until it is read
+        // after ncclGroupEnd; nothing else touches it meanwhile.
+        let h = unsafe { &mut *slots.add(i) };
+        let r = nccl
+            .check(call(g.comm, g.send as *mut c_void, &mut h[0]))
+            .and_then(|_| nccl.check(call(g.comm, g.recv as *mut c_void, &mut h[1])));
+        if let Err(e) = r {
+            result = Err(e);
+            break;
+        }
+    }
+    // SAFETY: closes the group opened above.
+    let end = nccl.check(unsafe { (nccl.ncclGroupEnd)() });
+    // Recorded even after a failure, so that teardown undoes what was registered.
+    for (g, h) in gpus.iter_mut().zip(handles) {
+        g.handles = if window {
+            Handles::Window(h)
+        } else {
+            Handles::Local(h)
+        };
+    }
+    result.and(end)
+}
+
+/// Undoes the `-R` registrations of one GPU (once: the handles are forgotten).
+fn deregister(nccl: &Nccl, g: &mut Gpu) -> Result<()> {
+    let (handles, f) = match std::mem::replace(&mut g.handles, Handles::None) {
+        Handles::None => return Ok(()),
+        Handles::Local(h) => (h, nccl.ncclCommDeregister),
+        Handles::Window(h) => (h, nccl.ncclCommWindowDeregister),
+    };
+    let Some(f) = f else { return Ok(()) };
+    driver::set_current(g.ctx)?;
+    for h in handles.into_iter().filter(|h| !h.is_null()) {
+        // SAFETY: `h` was returned by the matching register call on this communicator.
+        nccl.check(unsafe { f(g.comm, h) })?;
+    }
+    Ok(())
+}
+
+/// Tears down every GPU as nccl-tests does (spec §6.8): all registrations undone first (a
+/// symmetric window belongs to every rank of the communicator), then each communicator
+/// destroyed and its buffers and stream freed.
+pub fn destroy_all(nccl: &Nccl, mut gpus: Vec<Gpu>) -> Result<()> {
+    for g in &mut gpus {
+        deregister(nccl, g)?;
+    }
+    for g in gpus {
+        g.destroy(nccl)?;
+    }
+    Ok(())
+}
+
+/// Everything needed to set up GPUs, shared by the main thread (`-p 0`) or by every benchmark
+/// thread (`-p 1`, each for its own GPUs).
+pub struct GpuPlan<'a> {
+    /// libnccl.
+    pub nccl: &'a Nccl,
+    /// The group's NCCL id.
+    pub id: UniqueId,
+    /// Communicator size.
+    pub nranks: usize,
+    /// Runtime NCCL version code.
+    pub nccl_version: i32,
+    /// `-x` (already checked against the NCCL version).
+    pub cta_policy: Option<i64>,
+    /// Buffer sizes.
+    pub sizes: BufferSizes,
+    /// `-R` (already checked against the NCCL version) and the registered length.
+    pub register: (Register, usize),
+    /// `-y 1`.
+    pub null_stream: bool,
+    /// The validation kernels, compiled in the background (validation only).
+    pub kernels: Option<&'a KernelImage>,
+    /// Datatypes the kernels are loaded for.
+    pub types: &'a [DataType],
+    /// `-M 1`: read free memory around each step.
+    pub measure_memory: bool,
+}
+
+/// The `-M 1` figures of one setup, in bytes: the largest drop of free memory over the GPUs
+/// set up, during communicator creation and during buffer allocation plus registration.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SetupMemory {
+    /// Communicator creation.
+    pub initialization: f64,
+    /// Buffers and their registration.
+    pub user_allocated: f64,
+}
+
+/// Sets up `devices` (NCCL ranks `first_rank ..`): contexts, communicators, streams, buffers,
+/// registrations, validation kernels; reading free memory between the steps with `-M 1`.
+pub fn create_gpus(
+    p: &GpuPlan,
+    devices: &[Discovered],
+    first_rank: usize,
+) -> Result<(Vec<Gpu>, SetupMemory)> {
+    let mut ctxs = Vec::with_capacity(devices.len());
+    for d in devices {
+        ctxs.push(driver::primary_context(d.ordinal)?);
+    }
+    let free = |on: bool| {
+        if on {
+            free_memory(&ctxs)
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let before_init = free(p.measure_memory)?;
+    let comms = init_comms(
+        p.nccl,
+        devices,
+        &p.id,
+        p.nranks,
+        first_rank,
+        p.nccl_version,
+        p.cta_policy,
+    )?;
+    let after_init = free(p.measure_memory)?;
+    let mut gpus = Vec::with_capacity(devices.len());
+    for (i, (d, (ctx, comm))) in devices.iter().zip(comms).enumerate() {
+        gpus.push(Gpu::create(
+            p.nccl,
+            d.ordinal,
+            ctx,
+            comm,
+            first_rank + i,
+            p.sizes,
+            p.null_stream,
+        )?);
+    }
+    register(p.nccl, &mut gpus, p.register.1, p.register.0)?;
+    let after_buffers = free(p.measure_memory)?;
+    // Our own kernels and counter are not the user's buffers: loaded after the reading.
+    if let Some(k) = p.kernels {
+        let image = k.get()?;
+        for g in &mut gpus {
+            g.load_kernels(image, p.types)?;
+        }
+    }
+    if let Some(g) = gpus.first() {
+        driver::set_current(g.ctx)?;
+    }
+    let memory = SetupMemory {
+        initialization: largest_drop(&before_init, &after_init),
+        user_allocated: largest_drop(&after_init, &after_buffers),
+    };
+    Ok((gpus, memory))
+}
+
+/// The validation kernels' image, compiled on a background thread while communicators are
+/// created; every thread that sets up GPUs takes it from here.
+pub struct KernelImage {
+    compiler: Mutex<Option<JoinHandle<Result<Vec<u8>>>>>,
+    image: OnceLock<Vec<u8>>,
+}
+
+impl KernelImage {
+    /// Starts compiling the kernels of `types` for compute capability `cc`.
+    pub fn compile(cc: (i32, i32), types: Vec<DataType>) -> KernelImage {
+        KernelImage {
+            compiler: Mutex::new(Some(std::thread::spawn(move || {
+                crate::gpu::kernels::compile(cc, &types)
+            }))),
+            image: OnceLock::new(),
+        }
+    }
+
+    /// The image, waiting for the compiler the first time. The first caller gets the
+    /// compiler's error; later callers a short one.
+    pub fn get(&self) -> Result<&[u8]> {
+        let mut compiler = self
+            .compiler
+            .lock()
+            .map_err(|_| Error::Kernels("the kernel compiler failed".into()))?;
+        if let Some(h) = compiler.take() {
+            let image = h
+                .join()
+                .map_err(|_| Error::Kernels("the kernel compiler thread failed".into()))??;
+            let _ = self.image.set(image);
+        }
+        self.image
+            .get()
+            .map(Vec::as_slice)
+            .ok_or_else(|| Error::Kernels("the validation kernels could not be compiled".into()))
+    }
+}
+
+/// Free memory of each context's device, in bytes.
+pub fn free_memory(ctxs: &[CUcontext]) -> Result<Vec<u64>> {
+    let mut out = Vec::with_capacity(ctxs.len());
+    for &c in ctxs {
+        driver::set_current(c)?;
+        out.push(driver::mem_info()?.0);
+    }
+    Ok(out)
+}
+
+/// The largest decrease of free memory from `before` to `after` over the devices (negative
+/// when every device gained memory; 0 with no readings).
+pub fn largest_drop(before: &[u64], after: &[u64]) -> f64 {
+    before
+        .iter()
+        .zip(after)
+        .map(|(&b, &a)| b as f64 - a as f64)
+        .reduce(f64::max)
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_drop_is_the_largest_over_devices() {
+        assert_eq!(largest_drop(&[100, 200], &[40, 190]), 60.0);
+        assert_eq!(largest_drop(&[100], &[150]), -50.0);
+        assert_eq!(largest_drop(&[], &[]), 0.0);
     }
 }

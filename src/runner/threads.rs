@@ -1,0 +1,191 @@
+//! The benchmark threads (`-t`): thread 0 runs on the calling thread and prints, the others are
+//! spawned; each sets up its own GPUs with `-p 1`, runs the loops over datatype → op → root →
+//! cycle → size, and reports its `-M 1` figures. A failing thread ends the process (the others
+//! would wait for it forever); a signal makes every thread return, so the output is closed.
+
+use super::measure::{Engine, Shape, Worker};
+use super::output::Output;
+use super::setup::{self, Discovered, Gpu, GpuPlan, SetupMemory};
+use super::{Plan, interrupt, label, skip_line, stall};
+use crate::bootstrap::Reduce;
+use crate::error::{Error, Result};
+use crate::gpu::driver;
+use crate::report::RowResult;
+
+/// What a benchmark thread starts with.
+pub(super) enum ThreadGpus<'d> {
+    /// GPUs set up by the main thread (`-p 0`), with that setup's `-M` figures for thread 0.
+    Ready(Vec<Gpu>, Option<SetupMemory>),
+    /// Devices the thread sets up itself (`-p 1`), NCCL ranks from the given one on.
+    Init(&'d [Discovered], usize),
+}
+
+/// What a benchmark thread ends with: the global count of measurements with wrong data, its
+/// GPUs for teardown, and with `-M 1` the memory figures (initialization, user-allocated,
+/// collective) as maxima over every thread and process.
+pub(super) type ThreadEnd = (u64, Vec<Gpu>, Option<[f64; 3]>);
+
+/// Runs the test loops on `-t` threads (thread 0 on this one, printing).
+pub(super) fn run_threads(
+    e: &Engine,
+    plan: &Plan,
+    gpu_plan: &GpuPlan,
+    starts: Vec<ThreadGpus>,
+    out: &mut Output,
+) -> Result<ThreadEnd> {
+    let threads = starts.len();
+    // A failing thread cannot leave the others waiting at a barrier: it reports and ends the
+    // process. A signal is different: every thread sees it and returns, so that the main
+    // thread closes the output files. An error after a signal (a peer's communicator aborted)
+    // counts as the interruption.
+    let stop = |err: Error| match interrupt::pending() {
+        Some(signal) if !err.is_interrupted() => Error::Interrupted {
+            signal,
+            during: String::new(),
+        },
+        Some(_) => err,
+        None if threads == 1 => err,
+        None => fail_fast(err),
+    };
+    std::thread::scope(|s| {
+        let mut it = starts.into_iter();
+        let first = it.next().unwrap_or(ThreadGpus::Ready(Vec::new(), None));
+        let handles: Vec<_> = it
+            .enumerate()
+            .map(|(i, start)| {
+                s.spawn(move || thread_main(e, plan, gpu_plan, i + 1, start, None).map_err(stop))
+            })
+            .collect();
+        let mine = thread_main(e, plan, gpu_plan, 0, first, Some(out)).map_err(stop);
+        let mut others = Vec::new();
+        for h in handles {
+            others.push(
+                h.join()
+                    .map_err(|_| Error::Internal("a benchmark thread failed".into()))?,
+            );
+        }
+        let (oob, mut all, memory) = mine?;
+        for r in others {
+            all.extend(r?.1);
+        }
+        Ok((oob, all, memory))
+    })
+}
+
+/// With several threads a failing one cannot leave the others waiting at a barrier: report and
+/// end the process.
+fn fail_fast(err: Error) -> ! {
+    crate::report_error(&err);
+    std::process::exit(err.exit_code() as i32)
+}
+
+fn thread_main(
+    e: &Engine,
+    plan: &Plan,
+    gpu_plan: &GpuPlan,
+    tid: usize,
+    start: ThreadGpus,
+    out: Option<&mut Output>,
+) -> Result<ThreadEnd> {
+    let (gpus, setup_memory) = match start {
+        ThreadGpus::Ready(gpus, memory) => (gpus, memory),
+        ThreadGpus::Init(devices, first_rank) => {
+            let (gpus, memory) = setup::create_gpus(gpu_plan, devices, first_rank)?;
+            (gpus, Some(memory))
+        }
+    };
+    let mut w = Worker::new(e, tid, gpus)?;
+    let ctxs: Vec<_> = w.gpus.iter().map(|g| g.ctx).collect();
+    let memory_on = e.opts.memory_report;
+    let free_before = if memory_on {
+        setup::free_memory(&ctxs)?
+    } else {
+        Vec::new()
+    };
+    if let Some(g) = w.gpus.first() {
+        driver::set_current(g.ctx)?;
+    }
+    let oob = match test_loops(&mut w, e, plan, tid, out) {
+        Ok(oob) => oob,
+        Err(err) => {
+            if err.is_interrupted() {
+                stall::release();
+                w.abort_all();
+            }
+            return Err(err);
+        }
+    };
+    let memory = if memory_on {
+        let collective = setup::largest_drop(&free_before, &setup::free_memory(&ctxs)?);
+        // Only the threads that set GPUs up report those figures (all of them with -p 1).
+        let (init, user) = setup_memory.map_or((f64::NEG_INFINITY, f64::NEG_INFINITY), |m| {
+            (m.initialization, m.user_allocated)
+        });
+        Some([
+            e.group.allreduce(tid, init, Reduce::Max)?,
+            e.group.allreduce(tid, user, Reduce::Max)?,
+            e.group.allreduce(tid, collective, Reduce::Max)?,
+        ])
+    } else {
+        None
+    };
+    Ok((oob, std::mem::take(&mut w.gpus), memory))
+}
+
+/// The loops over datatype → op → root → cycle → size of one thread; returns the global count
+/// of measurements with wrong data.
+fn test_loops(
+    w: &mut Worker,
+    e: &Engine,
+    plan: &Plan,
+    tid: usize,
+    mut out: Option<&mut Output>,
+) -> Result<u64> {
+    for &dt in &plan.types {
+        for &op in &plan.ops {
+            for &root in &plan.roots {
+                e.group.barrier()?;
+                match w.warmup(dt, op, root, &plan.ladder) {
+                    Err(err) if plan.skippable && err.is_nccl_invalid_argument() => {
+                        if let Some(o) = out.as_deref_mut() {
+                            o.print(&skip_line(e.coll, dt, op));
+                        }
+                        continue;
+                    }
+                    r => r?,
+                }
+                let cycles = e.opts.run_cycles.unwrap_or(u64::MAX);
+                for _ in 0..cycles {
+                    for &bytes in &plan.sizes {
+                        let shape = Shape::new(e, dt, op, root, bytes);
+                        let what = |place: &str| {
+                            format!("{} {} {} B ({place})", dt.name(), label(e.coll, op), bytes)
+                        };
+                        let oop = w
+                            .measure(&shape, false)
+                            .map_err(|x| x.during(|| what("out-of-place")))?;
+                        let ip = w
+                            .measure(&shape, true)
+                            .map_err(|x| x.during(|| what("in-place")))?;
+                        if let Some(o) = out.as_deref_mut() {
+                            o.row(&RowResult {
+                                size: shape.counts.printed_size(dt.size()),
+                                count: shape.counts.param as u64,
+                                dtype: dt.name().to_string(),
+                                op: label(e.coll, op).to_string(),
+                                root: if e.coll.rooted() { root as i64 } else { -1 },
+                                out_of_place: oop,
+                                in_place: ip,
+                                timestamp: e.opts.report_timestamps.then(crate::host::local_time),
+                                iterations: e.opts.iters,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    e.group
+        .allreduce(tid, w.errors as f64, Reduce::Sum)
+        .map(|v| v as u64)
+}

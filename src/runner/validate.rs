@@ -1,0 +1,153 @@
+//! Validation of one measurement (spec §4.1): fresh inputs and expected results written by the
+//! kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on every
+//! GPU and summed over all ranks.
+
+use super::measure::{Shape, Worker};
+use super::setup::Gpu;
+use crate::bootstrap::Reduce;
+use crate::collective::{Buffer, Fill, FillCtx};
+use crate::error::{Error, Result};
+use crate::gpu::driver;
+use crate::verify::generator::tolerance;
+
+impl Worker<'_> {
+    fn report_errors(&self, in_place: bool) -> bool {
+        self.e.opts.check > 0 && (!in_place || self.e.coll.reports_in_place_errors())
+    }
+
+    /// Validation: fresh data, one operation, count mismatches on every GPU; repeated `-c` times
+    /// or until a mismatch. Returns the global count, or `None` when not reported.
+    pub(super) fn validate(&mut self, s: &Shape, in_place: bool) -> Result<Option<f64>> {
+        self.rep += 1;
+        if self.e.opts.check == 0 {
+            return Ok(None);
+        }
+        let mut wrong = 0.0;
+        for _ in 0..self.e.opts.check {
+            self.prepare(s, in_place, self.rep, false)?;
+            self.issue_checked_op(s, in_place)?;
+            self.wait()?;
+            let local = self.count_mismatches(s, in_place)?;
+            if local > 0 && self.report_errors(in_place) {
+                self.errors += 1;
+            }
+            wrong = self
+                .e
+                .group
+                .allreduce(self.tid, local as f64, Reduce::Sum)?;
+            if wrong > 0.0 {
+                break;
+            }
+        }
+        Ok(self.report_errors(in_place).then_some(wrong))
+    }
+
+    fn fill_ctx(&self, g: &Gpu, s: &Shape, in_place: bool, seed: u64) -> FillCtx {
+        FillCtx {
+            rank: g.rank,
+            nranks: self.e.nranks,
+            root: s.root,
+            op: s.op,
+            counts: s.counts,
+            in_place,
+            seed,
+            ts: s.ts(),
+        }
+    }
+
+    /// Writes inputs (and, unless `inputs_only`, expected results) for one validated operation.
+    pub(super) fn prepare(
+        &self,
+        s: &Shape,
+        in_place: bool,
+        seed: u64,
+        inputs_only: bool,
+    ) -> Result<()> {
+        let ts = s.ts();
+        for g in &self.gpus {
+            driver::set_current(g.ctx)?;
+            let k = g
+                .kernels
+                .as_ref()
+                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let (_, recv) = self.data_ptrs(g, s, in_place, 0);
+            driver::memset_async(recv, 0, s.counts.recv * ts, g.stream)?;
+            let unalign = self.e.opts.unalign as u64 * ts as u64;
+            for fill in self.e.coll.fills(&self.fill_ctx(g, s, in_place, seed)) {
+                match fill {
+                    Fill::Input {
+                        buf,
+                        offset,
+                        count,
+                        op,
+                        rn,
+                        rme,
+                        seed,
+                        ix0,
+                    } => {
+                        let base = match buf {
+                            Buffer::Send => g.send + unalign,
+                            Buffer::Recv => g.recv + unalign,
+                            Buffer::Expected => g.expected,
+                        };
+                        let p = base + (offset * ts) as u64;
+                        k.fill_input(s.dt, p, count as u64, ix0, op, rn, rme, seed, g.stream)?;
+                    }
+                    _ if inputs_only => {}
+                    Fill::Expected {
+                        offset,
+                        count,
+                        op,
+                        rn,
+                        seed,
+                        ix0,
+                    } => {
+                        let p = g.expected + (offset * ts) as u64;
+                        k.fill_expected(s.dt, p, count as u64, ix0, op, rn, seed, g.stream)?;
+                    }
+                    Fill::ExpectedIsRecv => {
+                        driver::copy_async(g.expected, recv, s.counts.recv * ts, g.stream)?;
+                    }
+                }
+            }
+        }
+        self.restore_context()
+    }
+
+    fn count_mismatches(&self, s: &Shape, in_place: bool) -> Result<u64> {
+        let mut total = 0;
+        let reduces = self.e.coll.op_column().reduces();
+        let tol = tolerance(s.dt, reduces.then_some(s.op));
+        for g in &self.gpus {
+            driver::set_current(g.ctx)?;
+            let k = g
+                .kernels
+                .as_ref()
+                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let (_, recv) = self.data_ptrs(g, s, in_place, 0);
+            driver::memset_async(g.counter, 0, 8, g.stream)?;
+            k.count_mismatches(
+                s.dt,
+                recv,
+                g.expected,
+                s.counts.recv as u64,
+                tol,
+                g.counter,
+                g.stream,
+            )?;
+            driver::synchronize(g.stream)?;
+            let mut n = [0u64];
+            driver::copy_to_host(&mut n, g.counter)?;
+            total += n[0];
+        }
+        self.restore_context()?;
+        Ok(total)
+    }
+
+    pub(super) fn restore_context(&self) -> Result<()> {
+        match self.gpus.first() {
+            Some(g) if self.gpus.len() > 1 => driver::set_current(g.ctx),
+            _ => Ok(()),
+        }
+    }
+}
