@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# One GPU-machine call: the checks of the core, collectives and multi-process issues, logs packed into one
+# One GPU-machine call: the checks of issues 2, 3, 4, 5 and 7, logs packed into one
 # archive (the device tool returns at most 8 files). usage: ci/gpu-all.sh DIST OUT
 set -u
 D=$1; O=$2; W=$(mktemp -d)
 bash "$(dirname "$0")/gpu-issue2.sh" "$D" "$W"
 bash "$(dirname "$0")/gpu-issue3.sh" "$D" "$W" > "$W/issue3-rc.txt" 2>&1
 bash "$(dirname "$0")/gpu-issue4.sh" "$D" "$W" > "$W/issue4-rc.txt" 2>&1
+bash "$(dirname "$0")/gpu-issue5.sh" "$D" "$W" > "$W/issue5-rc.txt" 2>&1
+[ -f "$(dirname "$0")/gpu-issue7.sh" ] && bash "$(dirname "$0")/gpu-issue7.sh" "$D" "$W" > "$W/issue7-rc.txt" 2>&1
 tar czf "$O/logs.tgz" -C "$W" .
 cat "$W/summary.txt"; grep -E "passed|mismatch|rc=" "$W/gpu_generator.txt" | tail -5
-cat "$W/errors.txt" "$W/overhead.txt" "$W/issue3-rc.txt" "$W/issue4-rc.txt"
+grep -E "trace|Elapsed|Maximum resident|8589934592" "$W/ar_sweep_trace.out"
+cat "$W/errors.txt" "$W/overhead.txt" "$W/issue3-rc.txt" "$W/issue4-rc.txt" "$W/issue5-checks.txt" "$W/issue7-rc.txt" 2>/dev/null
