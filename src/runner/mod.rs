@@ -17,7 +17,7 @@ use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::{driver, kernels, nccl::Nccl};
 use crate::options::{Options, Roots};
-use crate::report::{self, RowResult, RunInfo, Step, Summary, json, table};
+use crate::report::{self, RowResult, RunInfo, Step, Summary, table};
 use crate::types::{DataType, RedOp};
 use output::Output;
 use std::ops::Not;
@@ -115,15 +115,12 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 }
 
 /// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
-/// that reached its footer. Bootstraps first, whatever the launcher; a run that fails after
-/// that lets the bootstrap end the job (MPI aborts it).
+/// that reached its footer. Bootstraps first, whatever the launcher; world rank 0 then creates
+/// the `-J` file (a path that cannot be written ends the run before any GPU work). A run that
+/// fails after that lets the bootstrap end the job (MPI aborts it; TCP tells the others).
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
     let boot = bootstrap::connect()?;
-    let result = if opts.dry_run {
-        dry_run::run(opts, coll, program, &*boot)
-    } else {
-        run_gpus(opts, coll, program, &*boot, args)
-    };
+    let result = start(opts, coll, program, &*boot, args);
     match &result {
         Ok(_) => boot.finalize()?,
         Err(e) => boot.fail(e),
@@ -131,35 +128,44 @@ pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<Strin
     result
 }
 
-fn run_gpus(
+fn start(
     opts: &Options,
     coll: &dyn Collective,
     program: &str,
     boot: &dyn Bootstrap,
     args: Vec<String>,
 ) -> Result<u8> {
-    driver::init()?;
-    crate::host::trace("CUDA driver initialised");
-    let nccl = Nccl::load()?;
-    crate::host::trace("libnccl loaded");
-    let nccl_version = nccl.version()?;
-    let printing = boot.world_rank() == 0;
-    let mut out = Output::new(run_info(opts, program), printing);
-    let json_file = if printing {
-        open_json(opts, &mut out, program)
-    } else {
-        None
+    let path = opts
+        .output_file
+        .as_deref()
+        .filter(|_| boot.world_rank() == 0);
+    if opts.dry_run {
+        if let Some(p) = path {
+            output::check_target(p)?;
+        }
+        return dry_run::run(opts, coll, program, boot);
+    }
+    let target = match path {
+        Some(p) => {
+            let (target, line) = output::create_target(p, &run_info(opts, program), args)?;
+            print!("{line}");
+            Some(target)
+        }
+        None => None,
     };
-    let result = run_with(
-        opts,
-        coll,
-        &nccl,
-        nccl_version,
-        boot,
-        &mut out,
-        json_file,
-        args,
-    );
+    run_gpus(opts, coll, program, boot, target)
+}
+
+fn run_gpus(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    boot: &dyn Bootstrap,
+    target: Option<output::Target>,
+) -> Result<u8> {
+    let printing = boot.world_rank() == 0;
+    let mut out = Output::new(run_info(opts, program), printing, target);
+    let result = run_with(opts, coll, boot, &mut out);
     if result.is_err() {
         out.abort();
     }
@@ -216,42 +222,18 @@ fn describe_process(
     }
 }
 
-fn open_json(opts: &Options, out: &mut Output, program: &str) -> Option<std::fs::File> {
-    let path = opts.output_file.as_ref()?;
-    if report::csv::wants_csv(&path.to_string_lossy()) {
-        out.open_csv(path);
-        return None;
-    }
-    if !json::wants_json(&path.to_string_lossy()) {
-        eprintln!(
-            "{program}: -J {}: only .json and .csv output are supported; no file written",
-            path.display()
-        );
-        return None;
-    }
-    match json::open_exclusive(path) {
-        Ok((f, actual)) => {
-            out.print(&json::writing_line(&actual));
-            Some(f)
-        }
-        Err(_) => {
-            out.print(&json::skipping_line(path));
-            None
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
 fn run_with(
     opts: &Options,
     coll: &dyn Collective,
-    nccl: &Nccl,
-    nccl_version: i32,
     boot: &dyn Bootstrap,
     out: &mut Output,
-    json_file: Option<std::fs::File>,
-    args: Vec<String>,
 ) -> Result<u8> {
+    driver::init()?;
+    crate::host::trace("CUDA driver initialised");
+    let nccl = Nccl::load()?;
+    let nccl = &nccl;
+    crate::host::trace("libnccl loaded");
+    let nccl_version = nccl.version()?;
     let per_process = opts.nthreads * opts.ngpus;
     // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
     let group = boot.group();
@@ -275,9 +257,7 @@ fn run_with(
     for d in &infos {
         out.print(&table::device_line(d));
     }
-    if let Some(f) = json_file {
-        out.start_json(f, &infos, nccl_version, args);
-    }
+    out.start_json(&infos, nccl_version);
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
     // fp8 needs every GPU of every process at compute capability 9.0 or above.
     let cc_code = f64::from(min_cc.0 * 100 + min_cc.1);
