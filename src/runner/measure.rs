@@ -390,6 +390,12 @@ impl<'a> Worker<'a> {
             self.prepare(s, in_place, self.rep, false)?;
             self.issue(s, in_place, 0)?;
             self.wait()?;
+            super::fault::corrupt(
+                &self.gpus,
+                |g| self.data_ptrs(g, s, in_place, 0).1,
+                s,
+                in_place,
+            )?;
             let local = self.count_mismatches(s, in_place)?;
             if local > 0 && self.report_errors(in_place) {
                 self.errors += 1;

@@ -2,6 +2,7 @@
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
 mod dry_run;
+pub mod fault;
 mod measure;
 mod output;
 pub mod placement;
@@ -119,6 +120,7 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 /// the `-J` file (a path that cannot be written ends the run before any GPU work). A run that
 /// fails after that lets the bootstrap end the job (MPI aborts it; TCP tells the others).
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
+    fault::init(program)?;
     let boot = bootstrap::connect()?;
     let result = start(opts, coll, program, &*boot, args);
     match &result {
