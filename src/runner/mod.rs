@@ -8,6 +8,7 @@ mod output;
 pub mod placement;
 pub mod setup;
 mod sync;
+mod watch;
 
 pub use measure::{Engine, Shape, Worker};
 pub use setup::{BufferSizes, Discovered, Gpu};
@@ -145,7 +146,10 @@ fn start(
         if let Some(p) = path {
             output::check_target(p)?;
         }
-        return dry_run::run(opts, coll, program, boot);
+        return watch::guard(boot, None, || {
+            watch::test_stall(boot, program);
+            dry_run::run(opts, coll, program, boot)
+        });
     }
     let target = match path {
         Some(p) => {
@@ -155,7 +159,15 @@ fn start(
         }
         None => None,
     };
-    run_gpus(opts, coll, program, boot, target)
+    let json = match &target {
+        Some(output::Target::Json(j)) => Some(j.clone()),
+        _ => None,
+    };
+    // A lost process or a stop signal ends the run from the watchdog, JSON closed.
+    watch::guard(boot, json, || {
+        watch::test_stall(boot, program);
+        run_gpus(opts, coll, program, boot, target)
+    })
 }
 
 fn run_gpus(
