@@ -126,7 +126,16 @@ pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<Strin
     let result = start(opts, coll, program, &*boot, args);
     match &result {
         Ok(_) => boot.finalize()?,
-        Err(e) => boot.fail(e),
+        Err(e) => {
+            // A GPU-side failure (NCCL may notice a dead peer before the watchdog does): say
+            // whether a process left, naming it.
+            if e.on_stdout()
+                && let Err(lost) = boot.check_peers()
+            {
+                eprintln!("{}", lost.render(&crate::host::short_hostname()));
+            }
+            boot.fail(e)
+        }
     }
     result
 }
