@@ -385,10 +385,7 @@ impl TcpBootstrap {
 /// Rank 0 between collectives: a peer whose connection closed has left; the others are told
 /// (naming it) and the run stops. Data waiting is a peer already in the next collective.
 fn root_check(peers: &mut [Peer]) -> Result<()> {
-    let Some(gone) = peers
-        .iter()
-        .position(|p| wire::poll(&p.stream) == Some(false))
-    else {
+    let Some(gone) = wire::first_closed(peers.iter().map(|p| &p.stream)) else {
         return Ok(());
     };
     let p = &peers[gone];
