@@ -34,8 +34,8 @@ pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
     image
 }
 
-/// The NVRTC entry points [`nvrtc`] calls to build PTX. cudarc resolves each on first use and
-/// panics when one is missing, so [`probe_nvrtc`] checks them first.
+/// The NVRTC entry points the compile step calls to build PTX. cudarc resolves each on first
+/// use and panics when one is missing, so [`probe_nvrtc`] checks them first.
 pub const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
     "nvrtcCompileProgram",
