@@ -127,9 +127,9 @@ pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<Strin
     match &result {
         Ok(_) => boot.finalize()?,
         Err(e) => {
-            // A GPU-side failure (NCCL may notice a dead peer before the watchdog does): say
-            // whether a process left, naming it.
-            if e.on_stdout()
+            // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
+            // does: say whether a process left, naming it.
+            if matches!(e, Error::Nccl { .. } | Error::Timeout { .. })
                 && let Err(lost) = boot.check_peers()
             {
                 eprintln!("{}", lost.render(&crate::host::short_hostname()));
