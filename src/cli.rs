@@ -207,7 +207,12 @@ fn describe(e: clap::Error) -> String {
             format!("unknown option '{arg}' (run with -h for the list of options)")
         }
         ErrorKind::InvalidValue | ErrorKind::NoEquals if !arg.is_empty() => {
-            format!("option '{arg}' requires a value")
+            // clap names the option `--long <long>`; say `-x (--long)` as the other messages do.
+            let long = arg.trim_start_matches('-').split(' ').next().unwrap_or("");
+            match OPTIONS.iter().find(|(_, l, _)| *l == long) {
+                Some((short, long, _)) => format!("option -{short} (--{long}) requires a value"),
+                None => format!("option '{arg}' requires a value"),
+            }
         }
         ErrorKind::InvalidUtf8 => "an argument is not valid UTF-8".to_string(),
         _ => {
@@ -256,7 +261,9 @@ mod tests {
         let e = parse(["--bogus", "1"]).unwrap_err();
         assert!(e.contains("--bogus"), "{e}");
         let e = parse(["-n"]).unwrap_err();
-        assert!(!e.is_empty());
+        assert_eq!(e, "option -n (--iters) requires a value");
+        let e = parse(["-b", "8", "--cta_policy"]).unwrap_err();
+        assert_eq!(e, "option -x (--cta_policy) requires a value");
         assert!(parse(["-q"]).is_err());
     }
 

@@ -416,7 +416,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         };
     }
     if let Some(s) = r.text("output_file")? {
-        o.output_file = Some(PathBuf::from(s));
+        o.output_file = Some(output_file(&s)?);
     }
     o.graph = r.int("cudagraph", 0)?;
     o.parallel_init = r.int("parallel_init", 0)? != 0;
@@ -447,6 +447,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
             16
         });
     }
+    check_gpus_per_process(&o)?;
     check_sizes(&o)?;
     post_parse(&mut o, per_iter, &mut notices)?;
     Ok(Parsed {
@@ -514,6 +515,42 @@ fn post_parse(
         ));
     }
     Ok(())
+}
+
+/// The most GPUs one process may drive (`-t` × `-g`). No machine has that many; the limit keeps
+/// every later product (ranks, device indexes, per-process memory) far from overflow, and an
+/// absurd `-g 5000000` ends here instead of allocating a record per requested GPU.
+pub const MAX_GPUS_PER_PROCESS: i64 = 1 << 20;
+
+/// Rejects `-t` × `-g` beyond [`MAX_GPUS_PER_PROCESS`] (exit 5, like the GPU count check that
+/// smaller absurd values reach).
+fn check_gpus_per_process(o: &Options) -> Result<(), OptionsError> {
+    let per_process = o.nthreads.saturating_mul(o.ngpus);
+    if per_process > MAX_GPUS_PER_PROCESS {
+        return Err(OptionsError::Unsupported(format!(
+            "-t {} x -g {} = {per_process} GPUs per process: more than nccl-perf can drive \
+             ({MAX_GPUS_PER_PROCESS}); lower -t/-g",
+            o.nthreads, o.ngpus
+        )));
+    }
+    Ok(())
+}
+
+/// `-J`: a file name ending in `.json` or `.csv` (any case). nccl-tests silently writes nothing
+/// for other names; a run whose results would silently go nowhere is an error here.
+fn output_file(s: &str) -> Result<PathBuf, OptionsError> {
+    if s.is_empty() {
+        return Err(OptionsError::Invalid(
+            "-J (--output_file) needs a file name ending in .json or .csv".into(),
+        ));
+    }
+    if !crate::report::json::wants_json(s) && !crate::report::csv::wants_csv(s) {
+        return Err(OptionsError::Invalid(format!(
+            "-J (--output_file) '{s}': only .json and .csv output are supported; name the file \
+             <name>.json or <name>.csv"
+        )));
+    }
+    Ok(PathBuf::from(s))
 }
 
 /// Rejects size sweeps that are inverted or would never end.
@@ -758,6 +795,24 @@ mod tests {
             parse(&["-d", "bfloat16"]).unwrap().options.types,
             vec![DataType::Bfloat16]
         );
+    }
+
+    #[test]
+    fn output_file_names_and_gpu_limits() {
+        let invalid = |args: &[&str]| matches!(parse(args), Err(OptionsError::Invalid(_)));
+        assert!(invalid(&["-J", ""]));
+        assert!(invalid(&["-J", "out.txt"]));
+        assert!(invalid(&["-J", "json"]));
+        assert_eq!(
+            parse(&["-J", "r.JSON"]).unwrap().options.output_file,
+            Some(PathBuf::from("r.JSON"))
+        );
+        assert!(parse(&["-J", "/tmp/r.csv"]).is_ok());
+        let unsupported = |args: &[&str]| matches!(parse(args), Err(OptionsError::Unsupported(_)));
+        assert!(unsupported(&["-g", "2000000"]));
+        assert!(unsupported(&["-t", "2147483647", "-g", "2147483647"]));
+        // Large but below the limit: left to the GPU count check (exit 5 there).
+        assert!(parse(&["-g", "100000"]).is_ok());
     }
 
     #[test]

@@ -80,8 +80,17 @@ pub trait Bootstrap: Sync {
     fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()>;
     /// Collects one text block per process on rank 0, in rank order (others get an empty list).
     fn gather(&self, text: String) -> Result<Vec<String>>;
-    /// Ends a run that reached its end (MPI_Finalize). Not called after a failure.
+    /// Ends a run that reached its end (MPI_Finalize; a last barrier over TCP, so that no
+    /// process leaves while another may still take that for a failure). Not called after a
+    /// failure.
     fn finalize(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Checks, without waiting, that no other process has left the run; called about every
+    /// 100 ms by the run's watchdog while this process may be busy on its GPUs (where a lost
+    /// peer makes NCCL wait forever). An error names the process that left. Does nothing where
+    /// the launcher itself ends the job when a process dies (MPI) or there are no peers.
+    fn check_peers(&self) -> Result<()> {
         Ok(())
     }
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole

@@ -311,6 +311,36 @@ impl Bootstrap for TcpBootstrap {
         id.copy_from_slice(&r);
         Ok(())
     }
+    fn finalize(&self) -> Result<()> {
+        self.barrier()
+    }
+    fn check_peers(&self) -> Result<()> {
+        // A collective in progress has its own deadlines and notices a lost peer itself.
+        let Ok(mut link) = self.link.try_lock() else {
+            return Ok(());
+        };
+        let outcome = match &mut *link {
+            Link::Alone | Link::Broken(_) => Ok(()),
+            Link::Root(peers) => root_check(peers),
+            Link::Leaf(stream) => self.leaf_check(stream),
+        };
+        if let Err(e) = &outcome {
+            *link = Link::Broken(e.to_string());
+        }
+        outcome
+    }
+    fn fail(&self, err: &Error) {
+        // Rank 0 tells the others why the run stops, instead of letting them find a closed
+        // connection (or wait on their GPUs). A leaf's exit is noticed by rank 0.
+        let Ok(mut link) = self.link.lock() else {
+            return;
+        };
+        if let Link::Root(peers) = &mut *link {
+            let why = err.to_string().replace('\n', " ");
+            abort_all(peers.iter_mut().map(|p| &mut p.stream), &why, false);
+            *link = Link::Broken(why);
+        }
+    }
     fn gather(&self, text: String) -> Result<Vec<String>> {
         let body = Encoder::default().str(&text).0;
         let gathered = Mutex::new(Vec::new());
@@ -330,6 +360,49 @@ impl Bootstrap for TcpBootstrap {
             .into_inner()
             .map_err(|_| Error::Internal("gather failed".into()))
     }
+}
+
+impl TcpBootstrap {
+    /// A leaf between collectives: rank 0 sends nothing then unless it stops the run, so data
+    /// waiting is its abort; a closed connection means rank 0 is gone.
+    fn leaf_check(&self, stream: &mut TcpStream) -> Result<()> {
+        match wire::poll(stream) {
+            None => Ok(()),
+            Some(false) => Err(failure(
+                format!(
+                    "lost the connection to rank 0 at {}: rank 0 ended or was killed",
+                    self.address
+                ),
+                false,
+            )),
+            Some(true) => self
+                .answer(stream, "run")
+                .and_then(|_| Err(failure("rank 0 sent a message out of step".into(), false))),
+        }
+    }
+}
+
+/// Rank 0 between collectives: a peer whose connection closed has left; the others are told
+/// (naming it) and the run stops. Data waiting is a peer already in the next collective.
+fn root_check(peers: &mut [Peer]) -> Result<()> {
+    let Some(gone) = wire::first_closed(peers.iter().map(|p| &p.stream)) else {
+        return Ok(());
+    };
+    let p = &peers[gone];
+    let msg = format!(
+        "rank {} (pid {} on {}) left the run: its process failed (see its own error output) or was killed",
+        p.rank, p.pid, p.host
+    );
+    abort_all(
+        peers
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| *i != gone)
+            .map(|(_, p)| &mut p.stream),
+        &msg,
+        false,
+    );
+    Err(failure(msg, false))
 }
 
 /// Tells every reachable peer why the run stops (best effort); `timed_out` sets their exit code.

@@ -26,7 +26,36 @@ pub fn check<T>(r: std::result::Result<T, DriverError>) -> Result<T> {
     r.map_err(|e| Error::cuda(describe(e)))
 }
 
-/// Loads libcuda and initialises the driver. Never panics when the library is missing.
+/// Every driver entry point this module calls through cudarc (directly or inside its `result`
+/// wrappers). cudarc resolves each on first use and **panics** when one is missing, so
+/// [`init`] checks them all first. Keep in step with the calls below.
+pub const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuGetErrorString",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxSetCurrent",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamQuery",
+    "cuStreamSynchronize",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemsetD8Async",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemGetInfo_v2",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
+];
+
+/// Loads libcuda, checks that it has every entry point we call, and initialises the driver.
+/// A missing library or symbol is one clear error (exit code 2), never a cudarc panic.
 pub fn init() -> Result<()> {
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { sys::is_culib_present() } {
@@ -35,7 +64,56 @@ pub fn init() -> Result<()> {
             code: crate::error::code::CUDA,
         });
     }
+    // SAFETY: the library is present (checked above), so cudarc's loader finds it instead of
+    // panicking; looking a symbol up calls nothing.
+    let lib = unsafe { sys::culib() };
+    // SAFETY: as above.
+    let find = |n: &str| {
+        unsafe { lib.get::<*const c_void>(n.as_bytes()) }
+            .ok()
+            .map(|s| *s)
+    };
+    let missing = missing_symbols(&find, REQUIRED_SYMBOLS);
+    if !missing.is_empty() {
+        return Err(Error::Library {
+            what: format!(
+                "{} lacks {}: the NVIDIA driver is too old (or this is not the real libcuda); install a current NVIDIA driver",
+                library_path(&find, &["cuInit", "cuDriverGetVersion"])
+                    .unwrap_or_else(|| "libcuda".into()),
+                missing.join(", ")
+            ),
+            code: crate::error::code::CUDA,
+        });
+    }
     check(cu::init())
+}
+
+/// Looks a symbol up in a loaded library without calling it.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<*const c_void>;
+
+/// The names of `names` that `find` does not resolve.
+pub fn missing_symbols<'a>(find: Lookup, names: &[&'a str]) -> Vec<&'a str> {
+    names
+        .iter()
+        .copied()
+        .filter(|n| find(n).is_none())
+        .collect()
+}
+
+/// The file a library was loaded from, found through one of its symbols (`dladdr`).
+pub fn library_path(find: Lookup, names: &[&str]) -> Option<String> {
+    names.iter().find_map(|n| {
+        let addr = find(n)?;
+        // SAFETY: Dl_info is plain data; all-zero is a valid value.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: `addr` is an address inside a loaded library; `info` is a valid out pointer.
+        if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: dladdr returned a NUL-terminated file name owned by the loader.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        Some(name.to_string_lossy().into_owned())
+    })
 }
 
 /// Number of visible CUDA devices.

@@ -18,12 +18,7 @@ use std::ffi::c_void;
 ///
 /// Only the kernels of `types` are compiled (the checkers of every width always are).
 pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
-    // SAFETY: only probes whether the library can be opened.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Error::Kernels(
-            "cannot load libnvrtc (CUDA's run-time compiler), which builds the validation kernels: add the CUDA toolkit's lib folder to LD_LIBRARY_PATH, or pass -c 0 to run without validation".into(),
-        ));
-    }
+    let cubin_ok = probe_nvrtc()?;
     let mut opts = vec!["-DNP_SOME".to_string()];
     opts.extend(types.iter().map(|t| format!("-DNP_T_{}=1", t.name())));
     let arch = |kind: &str| {
@@ -31,12 +26,58 @@ pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
         o.push(format!("--gpu-architecture={kind}_{}{}", cc.0, cc.1));
         o
     };
-    let image = match nvrtc(&arch("sm"), true) {
-        Ok(cubin) => Ok(cubin),
-        Err(_) => nvrtc(&arch("compute"), false),
+    let image = match cubin_ok.then(|| nvrtc(&arch("sm"), true)) {
+        Some(Ok(cubin)) => Ok(cubin),
+        _ => nvrtc(&arch("compute"), false),
     };
     crate::host::trace("validation kernels compiled (background thread)");
     image
+}
+
+/// The NVRTC entry points the compile step calls to build PTX. cudarc resolves each on first
+/// use and panics when one is missing, so [`probe_nvrtc`] checks them first.
+pub const NVRTC_SYMBOLS: &[&str] = &[
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcDestroyProgram",
+];
+
+/// The entry points for a cubin (NVRTC 11.1 and later); without them the kernels are built as
+/// PTX for the driver to finish.
+pub const NVRTC_CUBIN_SYMBOLS: &[&str] = &["nvrtcGetCUBINSize", "nvrtcGetCUBIN"];
+
+/// Checks that libnvrtc loads and has what we call; returns whether it can also make cubins.
+/// A missing library or symbol is one clear error (exit code 2), never a cudarc panic.
+pub fn probe_nvrtc() -> Result<bool> {
+    let fix = "add the CUDA toolkit's lib folder to LD_LIBRARY_PATH, or pass -c 0 to run without validation";
+    // SAFETY: only probes whether the library can be opened.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::Kernels(format!(
+            "cannot load libnvrtc (CUDA's run-time compiler), which builds the validation kernels: {fix}"
+        )));
+    }
+    // SAFETY: the library is present (checked above), so cudarc's loader finds it instead of
+    // panicking; looking a symbol up calls nothing.
+    let lib = unsafe { cudarc::nvrtc::sys::culib() };
+    // SAFETY: as above.
+    let find = |n: &str| {
+        unsafe { lib.get::<*const c_void>(n.as_bytes()) }
+            .ok()
+            .map(|s| *s)
+    };
+    let missing = driver::missing_symbols(&find, NVRTC_SYMBOLS);
+    if !missing.is_empty() {
+        return Err(Error::Kernels(format!(
+            "{} lacks {}: this NVRTC is too old (or not CUDA's); {fix}",
+            driver::library_path(&find, &["nvrtcVersion"]).unwrap_or_else(|| "libnvrtc".into()),
+            missing.join(", ")
+        )));
+    }
+    Ok(driver::missing_symbols(&find, NVRTC_CUBIN_SYMBOLS).is_empty())
 }
 
 /// One NVRTC compilation of the kernel source: the cubin, or the NUL-terminated PTX.

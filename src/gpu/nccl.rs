@@ -109,6 +109,25 @@ macro_rules! nccl_api {
         impl Nccl {
             #[allow(non_snake_case)]
             fn resolve(lib: Library, path: String) -> Result<Nccl> {
+                // SAFETY: looks symbols up without calling them.
+                let find = |n: &str| unsafe { lib.get::<*const c_void>(n.as_bytes()) }
+                    .ok()
+                    .map(|s| *s);
+                let required = [$(stringify!($name)),*];
+                let missing = crate::gpu::driver::missing_symbols(&find, &required);
+                if !missing.is_empty() {
+                    let file = crate::gpu::driver::library_path(&find, &["ncclGetVersion"])
+                        .filter(|f| *f != path)
+                        .map(|f| format!("{path} ({f})"))
+                        .unwrap_or_else(|| path.clone());
+                    return Err(Error::Library {
+                        what: format!(
+                            "{file} lacks {}: this NCCL is too old (or not NCCL); nccl-perf needs NCCL 2.19 or later",
+                            missing.join(", ")
+                        ),
+                        code: code::NCCL,
+                    });
+                }
                 // SAFETY: each symbol is declared with NCCL's C signature.
                 unsafe {
                     $(
@@ -117,10 +136,7 @@ macro_rules! nccl_api {
                                 concat!(stringify!($name), "\0").as_bytes(),
                             )
                             .map_err(|_| Error::Library {
-                                what: format!(
-                                    "{path} has no {} (NCCL too old? nccl-perf needs NCCL 2.19 or later)",
-                                    stringify!($name)
-                                ),
+                                what: format!("{path} lacks {}", stringify!($name)),
                                 code: code::NCCL,
                             })?;
                     )*

@@ -118,22 +118,31 @@ impl JsonReport {
         args: Vec<String>,
         env: Vec<String>,
     ) -> JsonReport {
+        let mut report = JsonReport {
+            start_time,
+            args,
+            env,
+            nccl_version,
+            config: Config::new(info, Vec::new()),
+            report_cputime: info.report_cputime,
+            results: Vec::new(),
+            log: None,
+        };
+        report.set_devices(info, devices, nccl_version);
+        report
+    }
+
+    /// Sets the device list and the NCCL version of a report started before they were known
+    /// (the benchmarks create the file before touching a GPU).
+    pub fn set_devices(&mut self, info: &RunInfo, devices: &[DeviceInfo], nccl_version: i32) {
         let mut seen = HashSet::new();
         let process_devices = devices
             .iter()
             .filter(|d| seen.insert((d.hostname.as_str(), d.pid)))
             .map(Device::from)
             .collect();
-        JsonReport {
-            start_time,
-            args,
-            env,
-            nccl_version,
-            config: Config::new(info, process_devices),
-            report_cputime: info.report_cputime,
-            results: Vec::new(),
-            log: None,
-        }
+        self.config = Config::new(info, process_devices);
+        self.nccl_version = nccl_version;
     }
 
     /// Adds the `nccl_perf_log` object (written last) that `nccl-perf parse` uses to keep what

@@ -2,6 +2,7 @@
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
 mod dry_run;
+pub mod fault;
 mod graph;
 pub mod interrupt;
 mod measure;
@@ -13,6 +14,7 @@ mod stall;
 mod sync;
 mod threads;
 mod validate;
+mod watch;
 
 pub use measure::{Engine, Shape, Worker};
 pub use setup::{BufferSizes, Discovered, Gpu};
@@ -23,7 +25,7 @@ use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::{driver, nccl::Nccl};
 use crate::options::{Options, Roots};
-use crate::report::{self, RunInfo, Step, Summary, json, table};
+use crate::report::{self, RunInfo, Step, Summary, table};
 use crate::types::{DataType, RedOp};
 use output::Output;
 use setup::{GpuPlan, KernelImage, Register};
@@ -123,20 +125,66 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 }
 
 /// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
-/// that reached its footer. Bootstraps first, whatever the launcher; a run that fails after
-/// that lets the bootstrap end the job (MPI aborts it).
+/// that reached its footer. Bootstraps first, whatever the launcher; world rank 0 then creates
+/// the `-J` file (a path that cannot be written ends the run before any GPU work). A run that
+/// fails after that lets the bootstrap end the job (MPI aborts it; TCP tells the others).
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
+    fault::init(program)?;
     let boot = bootstrap::connect()?;
-    let result = if opts.dry_run {
-        dry_run::run(opts, coll, program, &*boot)
-    } else {
-        run_gpus(opts, coll, program, &*boot, args)
-    };
+    let result = start(opts, coll, program, &*boot, args);
     match &result {
         Ok(_) => boot.finalize()?,
-        Err(e) => boot.fail(e),
+        Err(e) => {
+            // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
+            // does: say whether a process left, naming it.
+            if matches!(e, Error::Nccl { .. } | Error::Timeout { .. })
+                && let Err(lost) = boot.check_peers()
+            {
+                eprintln!("{}", lost.render(&crate::host::short_hostname()));
+            }
+            boot.fail(e)
+        }
     }
     result
+}
+
+fn start(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    boot: &dyn Bootstrap,
+    args: Vec<String>,
+) -> Result<u8> {
+    let path = opts
+        .output_file
+        .as_deref()
+        .filter(|_| boot.world_rank() == 0);
+    if opts.dry_run {
+        if let Some(p) = path {
+            output::check_target(p)?;
+        }
+        return watch::guard(boot, None, || {
+            watch::test_stall(boot, program);
+            dry_run::run(opts, coll, program, boot)
+        });
+    }
+    let target = match path {
+        Some(p) => {
+            let (target, line) = output::create_target(p, &run_info(opts, program), args)?;
+            print!("{line}");
+            Some(target)
+        }
+        None => None,
+    };
+    let json = match &target {
+        Some(output::Target::Json(j)) => Some(j.clone()),
+        _ => None,
+    };
+    // A lost process or a stop signal ends the run from the watchdog, JSON closed.
+    watch::guard(boot, json, || {
+        watch::test_stall(boot, program);
+        run_gpus(opts, coll, program, boot, target)
+    })
 }
 
 fn run_gpus(
@@ -144,35 +192,12 @@ fn run_gpus(
     coll: &dyn Collective,
     program: &str,
     boot: &dyn Bootstrap,
-    args: Vec<String>,
+    target: Option<output::Target>,
 ) -> Result<u8> {
     interrupt::install();
-    driver::init()?;
-    crate::host::trace("CUDA driver initialised");
-    let nccl = Nccl::load()?;
-    crate::host::trace("libnccl loaded");
-    let nccl_version = nccl.version()?;
-    let settings = version_settings(opts, nccl_version)?;
-    for m in &settings.messages {
-        eprintln!("{m}");
-    }
     let printing = boot.world_rank() == 0;
-    let mut out = Output::new(run_info(opts, program), printing);
-    let json_file = if printing {
-        open_json(opts, &mut out, program)
-    } else {
-        None
-    };
-    let result = run_with(
-        opts,
-        coll,
-        &nccl,
-        (nccl_version, &settings),
-        boot,
-        &mut out,
-        json_file,
-        args,
-    );
+    let mut out = Output::new(run_info(opts, program), printing, target);
+    let result = run_with(opts, coll, boot, &mut out);
     if result.is_err() {
         out.abort();
     }
@@ -287,42 +312,22 @@ fn describe_process(
     }
 }
 
-fn open_json(opts: &Options, out: &mut Output, program: &str) -> Option<std::fs::File> {
-    let path = opts.output_file.as_ref()?;
-    if report::csv::wants_csv(&path.to_string_lossy()) {
-        out.open_csv(path);
-        return None;
-    }
-    if !json::wants_json(&path.to_string_lossy()) {
-        eprintln!(
-            "{program}: -J {}: only .json and .csv output are supported; no file written",
-            path.display()
-        );
-        return None;
-    }
-    match json::open_exclusive(path) {
-        Ok((f, actual)) => {
-            out.print(&json::writing_line(&actual));
-            Some(f)
-        }
-        Err(_) => {
-            out.print(&json::skipping_line(path));
-            None
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
 fn run_with(
     opts: &Options,
     coll: &dyn Collective,
-    nccl: &Nccl,
-    (nccl_version, settings): (i32, &Settings),
     boot: &dyn Bootstrap,
     out: &mut Output,
-    json_file: Option<std::fs::File>,
-    args: Vec<String>,
 ) -> Result<u8> {
+    driver::init()?;
+    crate::host::trace("CUDA driver initialised");
+    let nccl = Nccl::load()?;
+    let nccl = &nccl;
+    crate::host::trace("libnccl loaded");
+    let nccl_version = nccl.version()?;
+    let settings = &version_settings(opts, nccl_version)?;
+    for m in &settings.messages {
+        eprintln!("{m}");
+    }
     let per_process = opts.nthreads * opts.ngpus;
     // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
     let group = boot.group();
@@ -346,9 +351,7 @@ fn run_with(
     for d in &infos {
         out.print(&table::device_line(d));
     }
-    if let Some(f) = json_file {
-        out.start_json(f, &infos, nccl_version, args);
-    }
+    out.start_json(&infos, nccl_version);
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
     // fp8 needs every GPU of every process at compute capability 9.0 or above.
     let cc_code = f64::from(min_cc.0 * 100 + min_cc.1);
@@ -357,13 +360,15 @@ fn run_with(
     let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
     let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
 
-    let kernels = (opts.check > 0).then(|| KernelImage::compile(min_cc, opts.types.clone()));
-
     let (lo, hi, reduced) =
         crate::sweep::clamp(opts.min_bytes, opts.max_bytes, min_mem, opts.check > 0);
     if reduced {
         out.print(&table::memory_clamp_lines(hi));
     }
+    let kernels = match opts.check > 0 {
+        true => Some(KernelImage::compile(min_cc, opts.types.clone())?),
+        false => None,
+    };
     let plan = plan(opts, coll, nranks, global_cc, lo, hi)?;
 
     // The first process of each group creates the id; the bootstrap hands it to its group.

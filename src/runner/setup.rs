@@ -467,14 +467,16 @@ pub struct KernelImage {
 }
 
 impl KernelImage {
-    /// Starts compiling the kernels of `types` for compute capability `cc`.
-    pub fn compile(cc: (i32, i32), types: Vec<DataType>) -> KernelImage {
-        KernelImage {
+    /// Starts compiling the kernels of `types` for compute capability `cc` on a background
+    /// thread. A missing or unusable NVRTC is reported here, before any GPU work.
+    pub fn compile(cc: (i32, i32), types: Vec<DataType>) -> Result<KernelImage> {
+        crate::gpu::kernels::probe_nvrtc()?;
+        Ok(KernelImage {
             compiler: Mutex::new(Some(std::thread::spawn(move || {
                 crate::gpu::kernels::compile(cc, &types)
             }))),
             image: OnceLock::new(),
-        }
+        })
     }
 
     /// The image, waiting for the compiler the first time. The first caller gets the

@@ -27,6 +27,13 @@ impl Worker<'_> {
             self.prepare(s, in_place, self.rep, false)?;
             self.issue_checked_op(s, in_place)?;
             self.wait()?;
+            // Test-only (NCCL_PERF_CORRUPT): damage one received element to prove the check works.
+            super::fault::corrupt(
+                &self.gpus,
+                |g| self.data_ptrs(g, s, in_place, 0).1,
+                s,
+                in_place,
+            )?;
             let local = self.count_mismatches(s, in_place)?;
             if local > 0 && self.report_errors(in_place) {
                 self.errors += 1;

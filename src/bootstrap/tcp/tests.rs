@@ -136,6 +136,78 @@ fn a_rank_that_leaves_is_named_at_the_next_collective() {
 }
 
 #[test]
+fn a_rank_that_leaves_between_collectives_is_found_by_check_peers() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 2 {
+            return Ok(String::new());
+        }
+        // As the watchdog does while the benchmark thread is busy on its GPUs.
+        let start = Instant::now();
+        loop {
+            if let Err(e) = b.check_peers() {
+                // The run is over: later collectives fail at once.
+                assert!(b.barrier().is_err());
+                return Ok(e.to_string());
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "never noticed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let msg = |i: usize| results[i].as_ref().unwrap().clone();
+    assert!(
+        msg(0).starts_with("bootstrap: rank 2 (pid ") && msg(0).contains(") left the run: "),
+        "{}",
+        msg(0)
+    );
+    assert!(
+        msg(1).starts_with("bootstrap: rank 0 stopped the run: rank 2 (pid "),
+        "{}",
+        msg(1)
+    );
+}
+
+#[test]
+fn check_peers_is_quiet_while_everyone_is_there_and_finalize_waits_for_all() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        for _ in 0..5 {
+            b.check_peers()?;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if b.world_rank() == 1 {
+            // A slow last step: the others must not take the early finishers for lost ones.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        b.finalize()
+    });
+    for r in results {
+        r.unwrap();
+    }
+}
+
+#[test]
+fn rank_0_tells_the_others_why_it_failed() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 0 {
+            b.fail(&Error::Usage(
+                "-J /x/y.json: cannot create the output file".into(),
+            ));
+            return Ok(());
+        }
+        b.barrier()
+    });
+    for r in &results[1..] {
+        let msg = r.as_ref().unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            "bootstrap: rank 0 stopped the run: -J /x/y.json: cannot create the output file"
+        );
+    }
+}
+
+#[test]
 fn one_process_needs_no_network() {
     let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0).unwrap();
     b.barrier().unwrap();

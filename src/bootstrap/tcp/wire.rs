@@ -122,6 +122,43 @@ pub fn poll(s: &TcpStream) -> Option<bool> {
     r
 }
 
+/// The index of the first of `streams` whose peer has closed the connection (and sent nothing
+/// still unread), without waiting: one `poll` for all of them, then a peek at those that woke.
+pub fn first_closed<'a>(streams: impl Iterator<Item = &'a TcpStream>) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = streams
+        .map(|s| libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of pollfd of the given length; timeout 0 never blocks.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    if n <= 0 {
+        return None;
+    }
+    fds.iter().position(|p| {
+        if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return true;
+        }
+        if p.revents & (libc::POLLIN | libc::POLLRDHUP) == 0 {
+            return false;
+        }
+        let mut b = 0u8;
+        // SAFETY: peeks one byte into a valid buffer without blocking or consuming it.
+        let r = unsafe {
+            libc::recv(
+                p.fd,
+                (&mut b as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        r == 0 || (r < 0 && std::io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
+    })
+}
+
 /// Builds a message body.
 #[derive(Default)]
 pub struct Encoder(pub Vec<u8>);
@@ -196,6 +233,30 @@ impl Decoder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_closed_finds_a_closed_peer_and_ignores_waiting_data() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for _ in 0..3 {
+            theirs.push(TcpStream::connect(addr).unwrap());
+            ours.push(l.accept().unwrap().0);
+        }
+        assert_eq!(first_closed(ours.iter()), None);
+        // Data waiting is a live peer.
+        theirs[0].write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(first_closed(ours.iter()), None);
+        drop(theirs.remove(2));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(first_closed(ours.iter()), Some(2));
+        // Nothing was consumed.
+        let mut b = [0u8];
+        ours[0].read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"x");
+    }
 
     #[test]
     fn encode_decode_round_trip() {

@@ -1,0 +1,249 @@
+//! Rank faults without a GPU: a job of several processes (torchrun-style environment, TCP
+//! rendezvous; `mpirun` with `--features mpi`) in which one process is killed while the others
+//! are busy. The test hook `NCCL_PERF_TEST_STALL_S` makes every process wait after the bootstrap
+//! as if running on its GPUs, where only the watchdog can notice a lost peer. The survivors must
+//! stop within seconds with a message naming the lost rank, exit non-zero, and leave a
+//! well-formed `-J` JSON file; a stop signal must close the JSON file too.
+
+mod support;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+
+/// How long a survivor may take to stop (the watchdog needs about 2 s).
+const STOP_WITHIN: Duration = Duration::from_secs(15);
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// One process of a job, its stderr in `dir/err<rank>`.
+struct Proc {
+    rank: usize,
+    child: Child,
+    err: PathBuf,
+}
+
+impl Proc {
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+}
+
+fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc {
+    let err = dir.join(format!("err{rank}"));
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_BACKTRACE", "1")
+        .env("NCCL_PERF_TEST_STALL_S", "60")
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "30")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(File::create(dir.join(format!("out{rank}"))).unwrap())
+        .stderr(File::create(&err).unwrap());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Proc {
+        rank,
+        child: c.spawn().expect("the binary starts"),
+        err,
+    }
+}
+
+/// Waits until every process says it stalls (the bootstrap is done), or fails the test.
+fn wait_for_stall(procs: &[Proc]) {
+    let start = Instant::now();
+    while !procs.iter().all(|p| p.stderr().contains("stalls for")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the job did not start: {:?}",
+            procs.iter().map(Proc::stderr).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `p` (killing it past `limit`): (exit code, elapsed).
+fn wait(p: &mut Proc, limit: Duration) -> (Option<i32>, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = p.child.try_wait().unwrap() {
+            return (s.code(), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+            panic!(
+                "rank {} did not stop within {limit:?}: {}",
+                p.rank,
+                p.stderr()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn torchrun(rank: usize, size: usize, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("RANK", rank.to_string()),
+        ("WORLD_SIZE", size.to_string()),
+        ("LOCAL_RANK", rank.to_string()),
+        ("MASTER_ADDR", "127.0.0.1".into()),
+        ("MASTER_PORT", port.to_string()),
+    ]
+}
+
+/// The `-J` file parses as JSON (an early-stopped document: no footer keys).
+fn well_formed(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("the JSON file exists");
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    assert_eq!(v["version"], 3, "{text}");
+    assert!(v["results"].is_array(), "{text}");
+    v
+}
+
+/// Kills `victim` in a job of `size` and checks every survivor.
+fn kill_one(size: usize, victim: usize, expect: impl Fn(usize, usize) -> String) {
+    let dir = support::scratch(&format!("rank-kill-{size}-{victim}"));
+    let port = free_port();
+    let mut procs: Vec<Proc> = (0..size)
+        .map(|r| {
+            spawn(
+                &dir,
+                r,
+                &torchrun(r, size, port),
+                &["-b", "8", "-e", "8", "-J", "r.json"],
+            )
+        })
+        .collect();
+    wait_for_stall(&procs);
+    let victim_pid = procs[victim].child.id();
+    procs[victim].child.kill().unwrap();
+    let _ = procs[victim].child.wait();
+    for p in procs.iter_mut().filter(|p| p.rank != victim) {
+        let (code, took) = wait(p, STOP_WITHIN);
+        let err = p.stderr();
+        assert_eq!(code, Some(1), "rank {}: {err}", p.rank);
+        assert!(!err.contains("panicked"), "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        let want = expect(p.rank, victim).replace("{pid}", &victim_pid.to_string());
+        assert!(
+            last.contains(&want),
+            "rank {}: '{want}' not in: {err}",
+            p.rank
+        );
+        eprintln!("rank {} stopped after {took:?}: {last}", p.rank);
+    }
+    // Rank 0 created the JSON file before the stall; it is well-formed whoever died.
+    let v = well_formed(&dir.join("r.json"));
+    assert_eq!(v["results"].as_array().unwrap().len(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_killed_rank_stops_the_others_naming_it() {
+    kill_one(4, 2, |rank, victim| {
+        let lost = format!("rank {victim} (pid {{pid}} on ");
+        if rank == 0 {
+            format!("bootstrap: {lost}")
+        } else {
+            format!("bootstrap: rank 0 stopped the run: {lost}")
+        }
+    });
+}
+
+#[test]
+fn a_killed_rank_0_stops_the_others_naming_it() {
+    kill_one(3, 0, |_, _| {
+        "lost the connection to rank 0 at 127.0.0.1:".into()
+    });
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn a_stop_signal_closes_the_json_file() {
+    let dir = support::scratch("rank-signal");
+    for (sig, code, name) in [("-TERM", 143, "SIGTERM"), ("-INT", 130, "SIGINT")] {
+        let json = format!("{name}.json");
+        let mut p = spawn(&dir, 0, &[], &["-b", "8", "-e", "8", "-J", &json]);
+        wait_for_stall(std::slice::from_ref(&p));
+        signal(p.child.id(), sig);
+        let (got, _) = wait(&mut p, STOP_WITHIN);
+        let err = p.stderr();
+        assert_eq!(got, Some(code), "{err}");
+        assert!(
+            err.contains("stopped by signal") && err.contains(name),
+            "{err}"
+        );
+        well_formed(&dir.join(&json));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `mpirun` ends the job when a process dies: the survivors get SIGTERM, close their JSON file
+/// and exit; mpirun names the dead rank.
+#[cfg(feature = "mpi")]
+#[test]
+fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        eprintln!("skipped: mpirun is not installed");
+        return;
+    }
+    let dir = support::scratch("rank-kill-mpi");
+    let err = dir.join("err");
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
+        .args(["-x", "NCCL_PERF_TEST_STALL_S=60", "-x", "RUST_BACKTRACE=1"])
+        .args([BIN, "-b", "8", "-e", "8", "-J", "r.json"])
+        .env_remove("NCCL_PERF_BOOTSTRAP")
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(File::create(dir.join("out")).unwrap())
+        .stderr(File::create(&err).unwrap());
+    let mut job = Proc {
+        rank: 0,
+        child: c.spawn().expect("mpirun starts"),
+        err,
+    };
+    // The pid of rank 1 from its stall line.
+    let start = Instant::now();
+    let pid = loop {
+        let text = job.stderr();
+        let found = text.lines().find_map(|l| {
+            let rest = l.split("rank 1 pid ").nth(1)?;
+            rest.split_whitespace().next()?.parse::<u32>().ok()
+        });
+        if let (Some(pid), 3) = (found, text.matches("stalls for").count()) {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    signal(pid, "-KILL");
+    let (code, _) = wait(&mut job, Duration::from_secs(30));
+    let text = job.stderr();
+    assert_ne!(code, Some(0), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(
+        text.contains("rank 1"),
+        "mpirun names the dead rank: {text}"
+    );
+    well_formed(&dir.join("r.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,171 @@
+//! Helpers shared by the tests that start the benchmark binaries as a user would: runs under a
+//! deadline, panic detection, and stand-in CUDA/NCCL/NVRTC libraries built at test time.
+
+// Each test crate uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Every benchmark binary.
+pub const BINARIES: &[&str] = &[
+    env!("CARGO_BIN_EXE_all_reduce_perf"),
+    env!("CARGO_BIN_EXE_all_gather_perf"),
+    env!("CARGO_BIN_EXE_broadcast_perf"),
+    env!("CARGO_BIN_EXE_reduce_scatter_perf"),
+    env!("CARGO_BIN_EXE_reduce_perf"),
+    env!("CARGO_BIN_EXE_alltoall_perf"),
+    env!("CARGO_BIN_EXE_alltoallv_perf"),
+    env!("CARGO_BIN_EXE_scatter_perf"),
+    env!("CARGO_BIN_EXE_gather_perf"),
+    env!("CARGO_BIN_EXE_sendrecv_perf"),
+    env!("CARGO_BIN_EXE_hypercube_perf"),
+];
+
+/// What a finished (or killed) child left.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit code; `None` when killed by a signal (the deadline, or a crash).
+    pub code: Option<i32>,
+    /// Its stdout, lossily decoded.
+    pub stdout: String,
+    /// Its stderr, lossily decoded.
+    pub stderr: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+    /// It was still running at the deadline and was killed.
+    pub hung: bool,
+}
+
+impl Outcome {
+    /// stdout then stderr, for assertion messages.
+    pub fn all(&self) -> String {
+        format!(
+            "exit {:?} after {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    /// True when the stderr shows a Rust panic, a backtrace or our panic hook's line.
+    pub fn panicked(&self) -> bool {
+        let e = &self.stderr;
+        e.contains("panicked")
+            || e.contains("stack backtrace")
+            || e.contains("RUST_BACKTRACE")
+            || e.contains("internal error:")
+    }
+}
+
+/// A child process: the binary with a clean environment (PATH, `RUST_BACKTRACE=1`) plus `env`.
+pub fn command(bin: &str, args: &[OsString], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(bin);
+    c.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+/// Runs a command, killing it at `deadline`.
+pub fn run(mut c: Command, deadline: Duration) -> Outcome {
+    let start = Instant::now();
+    let mut child = c.spawn().expect("the binary starts");
+    // Drain the pipes on threads so a chatty child never blocks on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let mut hung = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > deadline {
+            hung = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    Outcome {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
+        elapsed,
+        hung,
+    }
+}
+
+/// Arguments from plain strings.
+pub fn args(list: &[&str]) -> Vec<OsString> {
+    list.iter().map(OsString::from).collect()
+}
+
+/// A fresh, empty folder for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nccl-perf-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The C compiler, if any (`cc`, `gcc` or `clang`).
+pub fn c_compiler() -> Option<&'static str> {
+    ["cc", "gcc", "clang"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Builds `tests/fakes/<source>` into `<dir>/<name>` as a shared library (with `defines`, e.g.
+/// `-DFAKE_TOO_OLD`), plus symlinks `aliases` to it. `None` (test skipped) without a compiler.
+pub fn fake_library(
+    dir: &Path,
+    source: &str,
+    name: &str,
+    aliases: &[&str],
+    defines: &[&str],
+) -> Option<PathBuf> {
+    let Some(cc) = c_compiler() else {
+        eprintln!("skipped: no C compiler (cc, gcc or clang) to build the stand-in libraries");
+        return None;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fakes")
+        .join(source);
+    let out = dir.join(name);
+    let status = Command::new(cc)
+        .args(["-shared", "-fPIC", "-O0", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(defines)
+        .status()
+        .expect("the C compiler runs");
+    assert!(status.success(), "building {} failed", src.display());
+    for a in aliases {
+        std::os::unix::fs::symlink(name, dir.join(a)).unwrap();
+    }
+    Some(out)
+}
