@@ -7,13 +7,14 @@
 //! is closed as after any failure, and the process exits with 128 + the signal (130 for SIGINT,
 //! 143 for SIGTERM).
 //!
-//! Two safety nets keep a stuck run from ignoring the user: a second signal exits at once, and
+//! Two safety nets keep a stuck run from ignoring the user: a second signal (a second or more
+//! after the first; sooner it is the same request delivered twice) exits at once, and
 //! the watchdog exits [`GRACE`] after the first one if the run has not ended by then (a call into
 //! NCCL or a peer process that never returns).
 
 use crate::error::Error;
 use std::sync::Once;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long the run may take to stop after the first signal before the watchdog ends it.
@@ -23,13 +24,36 @@ pub const GRACE: Duration = Duration::from_secs(10);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Write end of the watchdog's pipe (-1: none).
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// When the first signal came (monotonic milliseconds).
+static FIRST_MS: AtomicU64 = AtomicU64::new(0);
+
+/// A second signal this soon after the first is the same request delivered twice (`timeout`
+/// signals the child and then its process group; launchers forward to every process), not the
+/// user insisting.
+const DUPLICATE_MS: u64 = 1000;
+
+/// Monotonic milliseconds (clock_gettime is async-signal-safe).
+fn now_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes into the live struct above.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    let now = now_ms();
     if SIGNAL.swap(sig, Ordering::SeqCst) != 0 {
-        // The second signal: the user insists.
+        if now.saturating_sub(FIRST_MS.load(Ordering::SeqCst)) < DUPLICATE_MS {
+            return;
+        }
+        // A later second signal: the user insists.
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
     }
+    FIRST_MS.store(now, Ordering::SeqCst);
     let fd = WAKE_FD.load(Ordering::SeqCst);
     if fd >= 0 {
         let byte = 1u8;

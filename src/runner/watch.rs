@@ -15,7 +15,7 @@ use super::output::JsonFile;
 use crate::bootstrap::Bootstrap;
 use crate::error::Error;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the watchdog looks.
@@ -27,49 +27,10 @@ const GRACE: Duration = Duration::from_secs(2);
 /// Test hook: seconds to stall before the run, as if busy on the GPUs (see [`test_stall`]).
 pub const STALL_ENV: &str = "NCCL_PERF_TEST_STALL_S";
 
-/// The last stop signal received (0: none). Written by the signal handler, which may only do
-/// async-signal-safe work.
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-}
-
-/// The signals that stop a run cleanly.
-const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
-
-/// Our handlers for [`STOP_SIGNALS`] while a run is guarded; the previous ones come back on drop.
-struct Handlers(Vec<(libc::c_int, libc::sigaction)>);
-
-impl Handlers {
-    fn install() -> Handlers {
-        let mut saved = Vec::new();
-        for sig in STOP_SIGNALS {
-            // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, and
-            // SA_RESETHAND makes a second signal act as if we had not been here.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                act.sa_flags = libc::SA_RESTART | libc::SA_RESETHAND;
-                libc::sigemptyset(&mut act.sa_mask);
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &act, &mut old) == 0 {
-                    saved.push((sig, old));
-                }
-            }
-        }
-        Handlers(saved)
-    }
-}
-
-impl Drop for Handlers {
-    fn drop(&mut self) {
-        for (sig, old) in &self.0 {
-            // SAFETY: restores the action saved by `install`.
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
-        }
-    }
-}
+/// How long the benchmark threads get to stop on their own after a stop signal (they notice it
+/// within milliseconds in every wait and rendezvous) before the watchdog closes the JSON file and
+/// ends the process.
+const SIGNAL_GRACE: Duration = Duration::from_secs(2);
 
 /// Why the watchdog stops the run.
 enum Stop {
@@ -83,38 +44,40 @@ enum Stop {
 /// the watchdog ends the process first.
 pub fn guard<T>(boot: &dyn Bootstrap, json: Option<JsonFile>, body: impl FnOnce() -> T) -> T {
     let done = AtomicBool::new(false);
-    let handlers = Handlers::install();
-    let result = std::thread::scope(|s| {
+    // The signal handlers are `interrupt`'s; this thread only watches what they record.
+    super::interrupt::install();
+    std::thread::scope(|s| {
         let watchdog = s.spawn(|| watch(boot, json, &done));
         let r = body();
         done.store(true, Ordering::SeqCst);
         watchdog.thread().unpark();
         r
-    });
-    drop(handlers);
-    result
+    })
 }
 
 fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
+    let mut signalled: Option<Instant> = None;
     loop {
         std::thread::park_timeout(TICK);
         if done.load(Ordering::SeqCst) {
             return;
         }
-        let stop = match SIGNAL.swap(0, Ordering::SeqCst) {
-            0 => match boot.check_peers() {
-                Ok(()) => continue,
-                Err(e) => Stop::Lost(e),
-            },
-            sig => Stop::Signal(sig),
+        if let Some(sig) = super::interrupt::pending() {
+            let since = signalled.get_or_insert_with(Instant::now);
+            if since.elapsed() >= SIGNAL_GRACE {
+                end(Stop::Signal(sig), json.as_ref());
+            }
+            continue;
+        }
+        let stop = match boot.check_peers() {
+            Ok(()) => continue,
+            Err(e) => Stop::Lost(e),
         };
-        if let Stop::Lost(_) = stop {
-            let until = Instant::now() + GRACE;
-            while Instant::now() < until {
-                std::thread::park_timeout(TICK);
-                if done.load(Ordering::SeqCst) {
-                    return;
-                }
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until {
+            std::thread::park_timeout(TICK);
+            if done.load(Ordering::SeqCst) {
+                return;
             }
         }
         end(stop, json.as_ref());
@@ -130,7 +93,7 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
         Stop::Signal(sig) => (
             format!(
                 "{host}: stopped by signal {sig} ({}); the run is incomplete{}",
-                signal_name(sig),
+                super::interrupt::signal_name(sig),
                 if sig == libc::SIGTERM {
                     " (a launcher sends SIGTERM when another process of the job failed)"
                 } else {
@@ -148,14 +111,6 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
     eprintln!("{line}");
     // SAFETY: ends the process at once; every file we wrote is flushed above.
     unsafe { libc::_exit(code) }
-}
-
-fn signal_name(sig: libc::c_int) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "signal",
-    }
 }
 
 /// Test hook for the rank-fault tests: with `NCCL_PERF_TEST_STALL_S=<seconds>` the process
