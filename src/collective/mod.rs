@@ -57,6 +57,18 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Every rank sends and receives all `count` elements (all_reduce, broadcast, reduce,
+    /// sendrecv); in place, send and receive share one address.
+    pub fn whole(count: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+
     /// The size column: the larger of the bytes sent and received.
     pub fn printed_size(&self, ts: usize) -> u64 {
         (self.send.max(self.recv) * ts) as u64

@@ -15,13 +15,7 @@ impl Collective for SendRecv {
     }
 
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
-        Counts {
-            send: count,
-            recv: count,
-            param: count,
-            send_inplace_offset: 0,
-            recv_inplace_offset: 0,
-        }
+        Counts::whole(count)
     }
 
     fn bandwidth(&self, c: &Counts, ts: usize, _n: usize) -> (f64, f64) {
