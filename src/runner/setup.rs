@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use crate::gpu::driver::{self, CUcontext, CUdeviceptr, CUstream, DeviceProps};
 use crate::gpu::kernels::Kernels;
 use crate::gpu::nccl::{self, Comm, Config, Nccl, UniqueId};
-use crate::report::DeviceInfo;
 use crate::types::DataType;
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
@@ -88,21 +87,6 @@ pub fn discover(base: i64, n: i64) -> Result<Vec<Discovered>> {
             })
         })
         .collect()
-}
-
-/// The device line of GPU `i` of this process.
-pub fn device_info(d: &Discovered, rank: i64, hostname: &str) -> DeviceInfo {
-    DeviceInfo {
-        rank,
-        group: 0,
-        pid: std::process::id(),
-        hostname: hostname.to_string(),
-        device: d.ordinal,
-        pci_domain: d.props.pci.0,
-        pci_bus: d.props.pci.1,
-        pci_device: d.props.pci.2,
-        name: d.props.name.clone(),
-    }
 }
 
 /// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with
