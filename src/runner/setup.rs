@@ -195,7 +195,8 @@ impl Gpu {
         (gpu.send, gpu.nccl_alloc) = alloc(nccl, sizes.data)?;
         (gpu.recv, _) = alloc(nccl, sizes.data)?;
         if sizes.expected > 0 {
-            (gpu.expected, _) = alloc(nccl, sizes.expected)?;
+            // Only our checker reads it, never NCCL: a plain allocation.
+            gpu.expected = driver::malloc(sizes.expected)?;
         }
         // Deterministic contents even without validation.
         driver::memset_async(gpu.send, 0, sizes.data, stream)?;
@@ -219,7 +220,10 @@ impl Gpu {
         deregister(nccl, &mut self)?;
         // SAFETY: the communicator is idle and not used afterwards.
         nccl.check(unsafe { (nccl.ncclCommDestroy)(self.comm) })?;
-        for p in [self.send, self.recv, self.expected] {
+        if self.expected != 0 {
+            driver::free(self.expected)?;
+        }
+        for p in [self.send, self.recv] {
             if p == 0 {
                 continue;
             }
