@@ -75,6 +75,14 @@ impl Counts {
     }
 }
 
+/// Bandwidth of the collectives that split the data over the ranks (all_gather,
+/// reduce_scatter, alltoall, gather, scatter): algbw bytes = per-rank count × n × ts, busbw
+/// factor (n−1)/n.
+pub fn per_rank_share_bandwidth(c: &Counts, ts: usize, n: usize) -> (f64, f64) {
+    let nf = n as f64;
+    ((c.param * n * ts) as f64, (nf - 1.0) / nf)
+}
+
 /// `count / n` rounded down to a whole number of 16-byte units of `ts`-byte elements.
 pub fn round16_per_rank(count: usize, nranks: usize, ts: usize) -> usize {
     let per = count / nranks.max(1);

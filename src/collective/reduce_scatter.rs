@@ -25,8 +25,7 @@ impl Collective for ReduceScatter {
     }
 
     fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        let nf = n as f64;
-        ((c.param * ts * n) as f64, (nf - 1.0) / nf)
+        super::per_rank_share_bandwidth(c, ts, n)
     }
 
     fn op_column(&self) -> OpColumn {
