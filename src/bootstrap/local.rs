@@ -13,12 +13,25 @@ pub fn host_hash(hostname: &str, boot_id: &str) -> u64 {
         })
 }
 
-/// This host's hash: short host name and the first token of the kernel's boot id (so two
-/// containers with the same host name on different machines differ).
+/// This host's hash, from the same host identity NCCL uses: `NCCL_HOSTID` when it is set and
+/// not empty (NCCL then treats processes with equal values as one host, and only those), else
+/// the short host name and the first token of the kernel's boot id (so two containers with the
+/// same host name on different machines differ).
 pub fn this_host_hash() -> u64 {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let token = boot.split_whitespace().next().unwrap_or("");
-    host_hash(&crate::host::short_hostname(), token)
+    host_identity_hash(std::env::var("NCCL_HOSTID").ok().as_deref())
+}
+
+/// [`this_host_hash`] for a given `NCCL_HOSTID` value (`None`: unset).
+pub fn host_identity_hash(nccl_hostid: Option<&str>) -> u64 {
+    match nccl_hostid {
+        Some(id) if !id.is_empty() => host_hash(id, ""),
+        _ => {
+            let boot =
+                std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+            let token = boot.split_whitespace().next().unwrap_or("");
+            host_hash(&crate::host::short_hostname(), token)
+        }
+    }
 }
 
 /// For every process, how many lower ranks have the same hash.
@@ -74,6 +87,20 @@ mod tests {
         assert_eq!(host_hash("dgx01", "6f1c-xx\u{e9}"), h);
         assert_ne!(host_hash("a", "1"), host_hash("a", "2"));
         assert_eq!(this_host_hash(), this_host_hash());
+    }
+
+    #[test]
+    fn nccl_hostid_is_the_host_identity() {
+        // Processes on one machine that pose as hosts (same host name, own NCCL_HOSTID) are
+        // different hosts, as NCCL sees them; equal NCCL_HOSTIDs are one host wherever they run.
+        let a = host_identity_hash(Some("vnode0"));
+        let b = host_identity_hash(Some("vnode1"));
+        assert_ne!(a, b);
+        assert_eq!(a, host_identity_hash(Some("vnode0")));
+        assert_ne!(a, host_identity_hash(None));
+        // Empty is unset, as in NCCL.
+        assert_eq!(host_identity_hash(Some("")), host_identity_hash(None));
+        assert_eq!(local_ranks(&[a, b, a, b]), [0, 0, 1, 1]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Reading the reference outputs of nccl-tests v2.19.6 (`shared/reference/...`) back into our
-//! report model, for the golden tests.
+//! Reading the reference outputs of nccl-tests v2.19.6 (`tests/golden/nccl-tests-2.19.6-h200/`)
+//! back into our report model, for the golden tests.
 //!
 //! Each `.out` file starts with `### <command>` and ends with recorder lines (`# time -v: ...`,
 //! `### rc=N`); everything else is what nccl-tests printed.
@@ -12,19 +12,15 @@ use std::path::PathBuf;
 use nccl_perf::report::format::NO_ROWS_AVERAGE;
 use nccl_perf::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
 
-/// Folder of the reference outputs: `$NCCL_PERF_REFERENCE_DIR`, else
-/// `<package>/../shared/reference/nccl-tests-2.19.6-h200`. Panics (failing the test) when it is
-/// missing: the golden tests must never pass by finding nothing to compare.
+/// Folder of the reference outputs, committed with the tests:
+/// `<package>/tests/golden/nccl-tests-2.19.6-h200` (see the README there). Panics (failing the
+/// test) when it is missing: the golden tests must never pass by finding nothing to compare.
 pub fn reference_dir() -> PathBuf {
-    let dir = match std::env::var_os("NCCL_PERF_REFERENCE_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/reference/nccl-tests-2.19.6-h200"),
-    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
     assert!(
         dir.is_dir(),
         "golden reference folder {} is missing: the golden tests need the nccl-tests v2.19.6 \
-         outputs in shared/reference/ beside the package (or NCCL_PERF_REFERENCE_DIR)",
+         outputs committed under tests/golden/",
         dir.display()
     );
     dir
