@@ -4,12 +4,12 @@
 # usage: ci/gpu-vcluster.sh DIST OUT [NCCL_TESTS_BUILD] [PHASE...]
 #   DIST             our release binaries, DIST/mpi the MPI build
 #   NCCL_TESTS_BUILD nccl-tests' build/ folder (MPI=1 build); "-" for none
-#   PHASE            all11 modes split launchers faults (default: all of them)
+#   PHASE            all11 factors modes split launchers faults (default: all of them)
 # Writes OUT/<case>.out (stdout), .err (stderr), .ref.out/.ref.err (nccl-tests), and
-# OUT/summary.txt: one PASS/FAIL/NOTE line per case.
+# OUT/summary.txt: one PASS/FAIL/NOTE line per case. ONLY=REGEX limits the pair-wise cases.
 set -u
 D=$(cd "$1" && pwd); O=$2; NT=${3:--}; shift 2; [ $# -gt 0 ] && shift
-phases=${*:-all11 modes split launchers faults}
+phases=${*:-all11 factors modes split launchers faults}
 V=$(cd "$(dirname "$0")" && pwd)/vcluster.sh
 CMP=$(cd "$(dirname "$0")" && pwd)/vcluster-compare.py
 mkdir -p "$O"
@@ -48,21 +48,24 @@ rc_of() { sed -n 's/^### rc=//p' "$1" | tail -1; }
 # pair NAME N PROG ARGS...: ours (MPI build under mpirun) and nccl-tests at the same time.
 pair() {
   local name=$1 n=$2 prog=$3; shift 3
+  # ONLY=REGEX (environment) runs just the matching cases of the pair-wise phases.
+  [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && return
   ours "$name" mpirun "$n" "$D/mpi/$prog" "$@" &
   theirs "$name" "$n" "$prog" "$@" &
   wait
   verdict "$name"
 }
 verdict() {
-  local name=$1 rc cmp
+  local name=$1 rc cmp json=()
   rc=$(rc_of "$O/$name.out")
+  [ -f "$O/$name.ref.json" ] && json=("$O/$name.ref.json" "$O/$name.json")
   if [ "$NT" = - ]; then
     if [ "$rc" = 0 ]; then note "PASS $name: rc 0"; else note "FAIL $name: rc $rc"; fi
     return
   fi
-  cmp=$(python3 "$CMP" "$O/$name.ref.out" "$O/$name.out" 2>&1 | tr '\n' ';')
+  cmp=$(python3 "$CMP" "$O/$name.ref.out" "$O/$name.out" "${json[@]+"${json[@]}"}" 2>&1 | tr '\n' ';')
   if [ "$rc" = 0 ] && [ "$(rc_of "$O/$name.ref.out")" = 0 ] && [ "${cmp%SAME;}" != "$cmp" ]; then
-    note "PASS $name: rc 0/0, same rows, factors, #wrong 0"
+    note "PASS $name: rc 0/0, same rows, #wrong 0${json[0]:+, ${cmp%%;*}}"
   else
     note "FAIL $name: rc ours $rc nccl-tests $(rc_of "$O/$name.ref.out"); $cmp"
   fi
@@ -80,7 +83,7 @@ if [[ " $phases " == *" all11 "* ]]; then
         theirs "$name" 3 hypercube_perf "${SMALL[@]}" &
         wait
         rc=$(rc_of "$O/$name.out")
-        msg=$(grep -v '^\[' "$O/$name.err" | grep -m1 -i 'power of two' || grep -m1 -i 'power of two' "$O/$name.err")
+        msg=$(grep -v '^\[' "$O/$name.err" | grep -m1 -i 'power.of.two' || grep -m1 -i 'power.of.two' "$O/$name.err")
         if [ "$rc" = 5 ] && [ -n "$msg" ] && ! grep -q '^ *[0-9]' "$O/$name.out"; then
           note "PASS $name: exit 5, no rows, '$msg' (nccl-tests: rc $(rc_of "$O/$name.ref.out"), $(grep -c 'skipping' "$O/$name.ref.out" 2>/dev/null) 'skipping' lines, avg '$(grep -m1 'Avg bus' "$O/$name.ref.out" 2>/dev/null)')"
         else
@@ -90,6 +93,18 @@ if [[ " $phases " == *" all11 "* ]]; then
       fi
       pair "$name" "$n" "${c}_perf" "${SMALL[@]}"
     done
+  done
+fi
+
+# busbw factors at full precision from both -J files (N = 3: (n-1)/n factors; hypercube at 4).
+if [[ " $phases " == *" factors "* ]]; then
+  for c in $COLLS; do
+    n=3; [ "$c" = hypercube ] && n=4
+    name=${c}_n${n}_factors
+    ours "$name" mpirun "$n" "$D/mpi/${c}_perf" -b 1K -e 1M -f 32 -w 1 -n 3 -J "$O/$name.json" &
+    theirs "$name" "$n" "${c}_perf" -b 1K -e 1M -f 32 -w 1 -n 3 -J "$O/$name.ref.json" &
+    wait
+    verdict "$name"
   done
 fi
 
@@ -103,7 +118,7 @@ if [[ " $phases " == *" modes "* ]]; then
   done
   printf '0 1000 2000 3000\n4000 0 96 1\n7 70 700 7000\n512 512 512 512\n' > "$O/a2av_matrix.txt"
   VENV=("NCCL_TESTS_ALLTOALLV_MATRIX_FILE=$O/a2av_matrix.txt")
-  pair alltoallv_n4_matrix 4 alltoallv_perf -b 64K -e 4M -f 4 -w 1 -n 3
+  pair alltoallv_n4_matrix 4 alltoallv_perf -b 1M -e 1M -w 1 -n 3
   VENV=("NCCL_TESTS_ALLTOALLV_SPREAD=0.5")
   pair alltoallv_n4_spread 4 alltoallv_perf -b 64K -e 4M -f 4 -w 1 -n 3
   VENV=()
@@ -112,8 +127,13 @@ if [[ " $phases " == *" modes "* ]]; then
   done
   pair all_reduce_n4_c5 4 all_reduce_perf -c 5 -b 8 -e 1M -f 8 -w 1 -n 5
   pair all_gather_n4_c5 4 all_gather_perf -c 5 -b 8 -e 1M -f 8 -w 1 -n 5
-  pair all_reduce_n4_json 4 all_reduce_perf -b 8 -e 1M -f 8 -w 1 -n 5 -J "$O/all_reduce_n4_json.json"
-  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["config"]["devices"]), len(d["results"]))' "$O/all_reduce_n4_json.json" > "$O/json_check.txt" 2>&1; then
+  if [[ -z ${ONLY:-} || all_reduce_n4_json =~ $ONLY ]]; then
+    ours all_reduce_n4_json mpirun 4 "$D/mpi/all_reduce_perf" -b 8 -e 1M -f 8 -w 1 -n 5 -J "$O/all_reduce_n4_json.json" &
+    theirs all_reduce_n4_json 4 all_reduce_perf -b 8 -e 1M -f 8 -w 1 -n 5 -J "$O/all_reduce_n4_json.ref.json" &
+    wait
+    verdict all_reduce_n4_json
+  fi
+  [ -f "$O/all_reduce_n4_json.out" ] && if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["config"]["devices"]), len(d["results"]))' "$O/all_reduce_n4_json.json" > "$O/json_check.txt" 2>&1; then
     note "NOTE all_reduce_n4_json: JSON parses; devices, results = $(cat "$O/json_check.txt")"
   else
     note "FAIL all_reduce_n4_json: JSON does not parse: $(tail -1 "$O/json_check.txt")"
@@ -169,7 +189,7 @@ fault() {
   kill -"$what" "$(cat "$dir/rank2.pid")" 2>/dev/null
   t1=$(date +%s.%N)
   local waited=0
-  while kill -0 "$job" 2>/dev/null && [ $waited -lt 60 ]; do sleep 0.2; waited=$((waited + 1)); done
+  while kill -0 "$job" 2>/dev/null && [ $waited -lt 150 ]; do sleep 0.2; waited=$((waited + 1)); done
   local took
   took=$(python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t1")
   # Leave nothing behind (a stopped rank, or survivors still waiting).

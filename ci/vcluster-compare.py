@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares a run of ours with nccl-tests run the same way, as a scraper would read them.
 
-usage: ci/vcluster-compare.py THEIRS OURS
+usage: ci/vcluster-compare.py THEIRS OURS [THEIRS.json OURS.json]
 
 Checks, and prints one line per difference:
 - the same data rows: size, count, type, redop and root equal, row by row, and the same number
@@ -11,6 +11,8 @@ Checks, and prints one line per difference:
 - `#wrong` is 0 (or N/A in the same places) in both;
 - the same number of device lines (`#  Rank ...`) and the same footer form
   (`# Out of bounds values : N OK|FAILED`, `# Avg bus bandwidth    : X`).
+With the two `-J` files, the busbw factor is compared at full precision on every row (the
+virtual cluster's algbw is far below what two decimals can carry).
 Times are not compared: the virtual cluster goes through host sockets.
 Prints `SAME` and exits 0 when nothing differs, else `DIFF` and exits 1.
 """
@@ -25,7 +27,7 @@ def rows(lines):
         if line.startswith("#") or not line.strip():
             continue
         tok = line.split()
-        if len(tok) >= 9 and tok[0].isdigit() and tok[1].isdigit():
+        if len(tok) >= 8 and tok[0].isdigit() and tok[1].isdigit():
             out.append(tok)
     return out
 
@@ -47,14 +49,52 @@ def factor(algbw, busbw):
     return b / a
 
 
+def lead(tok):
+    """Leading columns: size count type redop root (5), or size count type root (4) in
+    hypercube's rows, which have no redop column; each half adds 4."""
+    return 5 if len(tok) % 4 == 1 else 4
+
+
 def halves(tok):
-    """(time, algbw, busbw, wrong) of each half after the 5 leading columns."""
-    rest = tok[5:]
+    """(time, algbw, busbw, wrong) of each half after the leading columns."""
+    rest = tok[lead(tok):]
     return [rest[i:i + 4] for i in range(0, len(rest) - 3, 4)]
 
 
+def json_factors(path):
+    """busbw / algbw of each half of each row of a `-J` file."""
+    import json
+
+    out = []
+    for r in json.load(open(path))["results"]:
+        f = []
+        for half in ("out_of_place", "in_place"):
+            h = r.get(half) or {}
+            a, b = h.get("alg_bw"), h.get("bus_bw")
+            f.append(b / a if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 else None)
+        out.append((r.get("size"), f))
+    return out
+
+
+def compare_json(theirs, ours, diffs):
+    jt, jo = json_factors(theirs), json_factors(ours)
+    if len(jt) != len(jo):
+        diffs.append(f"JSON rows: nccl-tests {len(jt)}, ours {len(jo)}")
+    checked = 0
+    for i, ((st, ft), (so, fo)) in enumerate(zip(jt, jo)):
+        for h, (a, b) in enumerate(zip(ft, fo)):
+            if a is None or b is None:
+                continue
+            checked += 1
+            if abs(a - b) > 1e-3 * max(abs(a), abs(b), 1e-9):
+                diffs.append(f"JSON row {i} (size {st}) half {h}: busbw/algbw {a:.6f} in nccl-tests, {b:.6f} in ours")
+    if checked == 0:
+        diffs.append("JSON: no row with a busbw factor to compare")
+    return checked
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 5):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     theirs = open(sys.argv[1], errors="replace").read().splitlines()
@@ -64,8 +104,8 @@ def main():
     if len(rt) != len(ro):
         diffs.append(f"rows: nccl-tests {len(rt)}, ours {len(ro)}")
     for i, (a, b) in enumerate(zip(rt, ro)):
-        if a[:5] != b[:5]:
-            diffs.append(f"row {i}: nccl-tests {' '.join(a[:5])} | ours {' '.join(b[:5])}")
+        if a[:lead(a)] != b[:lead(b)]:
+            diffs.append(f"row {i}: nccl-tests {' '.join(a[:lead(a)])} | ours {' '.join(b[:lead(b)])}")
         if len(a) != len(b):
             diffs.append(f"row {i}: {len(a)} tokens in nccl-tests, {len(b)} in ours")
         for h, (ha, hb) in enumerate(zip(halves(a), halves(b))):
@@ -84,6 +124,9 @@ def main():
         diffs.append(f"out-of-bounds footer: nccl-tests {st[1]}, ours {so[1]}")
     if len(st[2]) != len(so[2]):
         diffs.append(f"average line: nccl-tests {len(st[2])}, ours {len(so[2])}")
+    if len(sys.argv) == 5:
+        n = compare_json(sys.argv[3], sys.argv[4], diffs)
+        print(f"busbw factors compared from JSON: {n}")
     for d in diffs:
         print(d)
     print("SAME" if not diffs else "DIFF")

@@ -773,6 +773,10 @@ fn scripts_pass_shellcheck() {
         .is_err()
     {
         // .ci/run installs it; elsewhere it may be missing.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not installed: under CI it must be (.ci/run installs it)"
+        );
         eprintln!("skipped: shellcheck is not installed (apt-get install shellcheck)");
         return;
     }

@@ -144,6 +144,27 @@ fn two_ranks_on_one_gpu_are_found_per_host() {
     assert!(problems(&[record(0, "a", &[0]), unknown], 1).is_empty());
 }
 
+/// Ranks that pose as hosts on one machine (same host name, each its own `NCCL_HOSTID`) may
+/// share a GPU, as NCCL lets them; the same `NCCL_HOSTID` twice is one host again.
+#[test]
+fn ranks_with_their_own_nccl_hostid_may_share_a_gpu() {
+    use crate::bootstrap::local::host_identity_hash;
+    let posing = |rank: usize, id: &str| ProcessRecord {
+        host_hash: host_identity_hash(Some(id)),
+        ..record(rank, "vm", &[0])
+    };
+    let vcluster: Vec<ProcessRecord> = (0..4).map(|r| posing(r, &format!("vnode{r}"))).collect();
+    assert!(problems(&vcluster, 1).is_empty());
+    let same = [posing(0, "vnode0"), posing(1, "vnode0")];
+    let p = problems(&same, 1);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("would both use GPU 0000:00:00 on vm"),
+        "{}",
+        p[0]
+    );
+}
+
 #[test]
 fn own_problems_are_listed_and_records_round_trip() {
     let mut r = record(3, "n4", &[]);
