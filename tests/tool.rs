@@ -236,8 +236,14 @@ fn unreadable_input_exits_2_with_file_and_line() {
         err.contains("cut.log:20: the log ends inside the test all_reduce_perf"),
         "{err}"
     );
+    // --partial keeps the rows, but a run without footer is still reported as broken.
     let out = tool(&["report", "--partial", &cut.to_string_lossy()]);
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cut.log:2 all_reduce_perf: no footer: the test stopped after 9 row(s)"),
+        "{err}"
+    );
     assert_eq!(
         stdout(&out).lines().filter(|l| !l.starts_with('#')).count(),
         9
@@ -325,7 +331,12 @@ fn compare_exit_codes() {
     assert_eq!(out.status.code(), Some(0));
     let other = reference("ag_dtypes.out");
     let out = tool(&["compare", &base, &other.to_string_lossy()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stdout(&out).contains("# problem: collective: base all_reduce_perf, new all_gather_perf"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

@@ -22,6 +22,12 @@ use lines::{Columns, Stream};
 use super::Summary;
 use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
 
+/// True for nccl-tests' failure lines (`Test NCCL failure`, `Test CUDA failure`, the
+/// ` .. host pid N: Test failure` trace).
+pub fn is_failure_line(line: &str) -> bool {
+    lines::is_failure(line)
+}
+
 /// How lenient [`parse_log`] is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ParseOptions {
