@@ -181,8 +181,9 @@ fn report_formats() {
     let first = lines.next().unwrap_or_default();
     assert_eq!(
         first,
-        "sendrecv_perf,8,2,float,sum,-1,10.15,0,0,0,2.32,0,0,"
+        "sendrecv_perf,8,2,float,sum,-1,10.15,0,0,0,2.32,0,0,,"
     );
+    assert!(header.ends_with(",in_place_nwrong,problems"), "{header}");
     assert_eq!(csv.lines().count(), 1 + 25);
 
     let md = stdout(&tool(&["report", "--format", "markdown", &log]));

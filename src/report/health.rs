@@ -83,7 +83,14 @@ pub fn problems(run: &Run) -> Vec<Problem> {
     let mut out = Vec::new();
     let (mut halves, mut values) = (0usize, 0f64);
     let mut first = None;
-    for r in &run.rows {
+    // An `error` column holds the largest deviation, not a count: the footer's out-of-bounds
+    // count is that layout's verdict.
+    let rows = if run.text.error_column {
+        &[][..]
+    } else {
+        &run.rows[..]
+    };
+    for r in rows {
         for (h, name) in [(&r.out_of_place, "out-of-place"), (&r.in_place, "in-place")] {
             if let Some(w) = h.wrong
                 && (w > 0.0 || w.is_nan())

@@ -348,10 +348,20 @@ pub fn report(runs: &[Run], format: &str) -> String {
                 .iter()
                 .map(|r| csv::Columns::of(&r.info))
                 .fold(csv::Columns::default(), csv::Columns::union);
-            let mut out = csv::header(columns);
+            // The benchmarks' columns plus `problems`: why a run cannot be trusted. A run
+            // without rows still gets one record, so that its failure is not lost.
+            let header = csv::header(columns);
+            let fields = header.split(',').count();
+            let mut out = header.trim_end().to_string() + ",problems\n";
             for run in runs {
+                let problems = csv::field(&run.problems().join("; "));
                 for row in &run.rows {
-                    out += &csv::record(&run.info.program, row, columns);
+                    let record = csv::record(&run.info.program, row, columns);
+                    out += &format!("{},{problems}\n", record.trim_end());
+                }
+                if run.rows.is_empty() {
+                    let empty = ",".repeat(fields - 1);
+                    out += &format!("{}{empty},{problems}\n", csv::field(&run.info.program));
                 }
             }
             out
