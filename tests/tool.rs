@@ -348,6 +348,18 @@ fn plots_are_written_as_svg_and_png() {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
+    // A folder that does not exist: one line, exit 2.
+    let missing = dir.join("no/such/folder/x.png");
+    let out = tool(&["plot", &runs[0], "-o", &missing.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "nccl-perf: {}: cannot create the image: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
     let svg = dir.join("sweep.svg");
     let out = tool(&[
         "plot",
