@@ -609,7 +609,59 @@ fn kubernetes_examples_parse_and_name_their_objects() {
             std::fs::read_to_string(root().join("examples/kubernetes").join(&name)).expect("read");
         assert_paths_installed(&name, &text);
     }
-    assert_eq!(files, 2);
+    assert_eq!(files, 5);
+}
+
+/// The fabric variants ask for what NCCL needs to use the fabric instead of falling back to
+/// its socket transport: the RDMA devices (or GKE's RDMA networks) and IPC_LOCK.
+#[test]
+fn fabric_variants_request_their_devices_and_ipc_lock() {
+    for (file, needle) in [
+        ("indexed-job-efa.yaml", "vpc.amazonaws.com/efa"),
+        ("indexed-job-rdma.yaml", "rdma/rdma_shared_device_a"),
+        ("indexed-job-gke.yaml", "networking.gke.io/interfaces"),
+    ] {
+        let docs = yaml_documents(file);
+        let job = docs
+            .iter()
+            .find(|d| y_str(d, "kind") == "Job")
+            .unwrap_or_else(|| panic!("{file}: no Job"));
+        let template = y(job, "spec.template");
+        let container = &y(template, "spec.containers")[0];
+        let caps = y(container, "securityContext.capabilities.add");
+        assert!(
+            caps.as_sequence()
+                .is_some_and(|c| c.iter().any(|v| v.as_str() == Some("IPC_LOCK"))),
+            "{file}: no IPC_LOCK"
+        );
+        let limits = y(container, "resources.limits");
+        assert_eq!(y_int(limits, "nvidia.com/gpu"), 8, "{file}");
+        if !needle.starts_with("networking") {
+            assert!(y_int(limits, needle) > 0, "{file}: no {needle} limit");
+        } else {
+            let networks = y_str(
+                template,
+                "metadata.annotations.networking.gke.io/interfaces",
+            );
+            let parsed: serde_json::Value =
+                serde_json::from_str(networks).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let rdma = parsed.as_array().map_or(0, |a| {
+                a.iter()
+                    .filter(|i| {
+                        i["network"]
+                            .as_str()
+                            .is_some_and(|n| n.starts_with("rdma-"))
+                    })
+                    .count()
+            });
+            assert_eq!(rdma, 8, "{file}: {networks}");
+        }
+        let env = env_of(container);
+        assert!(
+            env.contains_key("MASTER_ADDR") && env.contains_key("WORLD_SIZE"),
+            "{file}"
+        );
+    }
 }
 
 #[test]

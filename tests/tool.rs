@@ -181,8 +181,9 @@ fn report_formats() {
     let first = lines.next().unwrap_or_default();
     assert_eq!(
         first,
-        "sendrecv_perf,8,2,float,sum,-1,10.15,0,0,0,2.32,0,0,"
+        "sendrecv_perf,8,2,float,sum,-1,10.15,0,0,0,2.32,0,0,,"
     );
+    assert!(header.ends_with(",in_place_nwrong,problems"), "{header}");
     assert_eq!(csv.lines().count(), 1 + 25);
 
     let md = stdout(&tool(&["report", "--format", "markdown", &log]));
@@ -236,8 +237,14 @@ fn unreadable_input_exits_2_with_file_and_line() {
         err.contains("cut.log:20: the log ends inside the test all_reduce_perf"),
         "{err}"
     );
+    // --partial keeps the rows, but a run without footer is still reported as broken.
     let out = tool(&["report", "--partial", &cut.to_string_lossy()]);
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cut.log:2 all_reduce_perf: no footer: the test stopped after 9 row(s)"),
+        "{err}"
+    );
     assert_eq!(
         stdout(&out).lines().filter(|l| !l.starts_with('#')).count(),
         9
@@ -325,7 +332,12 @@ fn compare_exit_codes() {
     assert_eq!(out.status.code(), Some(0));
     let other = reference("ag_dtypes.out");
     let out = tool(&["compare", &base, &other.to_string_lossy()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stdout(&out).contains("# problem: collective: base all_reduce_perf, new all_gather_perf"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -336,6 +348,18 @@ fn plots_are_written_as_svg_and_png() {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
+    // A folder that does not exist: one line, exit 2.
+    let missing = dir.join("no/such/folder/x.png");
+    let out = tool(&["plot", &runs[0], "-o", &missing.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "nccl-perf: {}: cannot create the image: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
     let svg = dir.join("sweep.svg");
     let out = tool(&[
         "plot",

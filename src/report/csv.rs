@@ -135,6 +135,11 @@ fn number(v: f64) -> String {
 }
 
 /// A text field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+/// One CSV field: quoted (with `""` for `"`) when it holds a comma, quote or line break.
+pub fn field(s: &str) -> String {
+    text(s)
+}
+
 fn text(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))

@@ -99,6 +99,7 @@ pub struct JsonReport {
     report_cputime: bool,
     results: Vec<RowJson>,
     log: Option<LogJson>,
+    problems: Vec<String>,
 }
 
 impl JsonReport {
@@ -127,6 +128,7 @@ impl JsonReport {
             report_cputime: info.report_cputime,
             results: Vec::new(),
             log: None,
+            problems: Vec::new(),
         };
         report.set_devices(info, devices, nccl_version);
         report
@@ -149,6 +151,13 @@ impl JsonReport {
     /// a text log shows beyond upstream's schema.
     pub fn set_log(&mut self, log: LogJson) {
         self.log = Some(log);
+    }
+
+    /// Adds the `nccl_perf_problems` array (written last, only when not empty): why the run's
+    /// numbers cannot be trusted, one line each ([`crate::report::health`]). Readers of
+    /// upstream's schema ignore it.
+    pub fn set_problems(&mut self, problems: Vec<String>) {
+        self.problems = problems;
     }
 
     /// Adds one table row to `results`.
@@ -180,6 +189,7 @@ impl JsonReport {
             results: &self.results,
             end,
             nccl_perf_log: self.log.as_ref(),
+            nccl_perf_problems: &self.problems,
         };
         // Cannot fail: every map key is a string and no Serialize impl returns an error.
         serde_json::to_string(&doc).unwrap_or_default()

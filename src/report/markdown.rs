@@ -7,7 +7,11 @@ use super::{HalfResult, RowResult};
 
 /// The Markdown of one run: `### program (source)`, the table, then the footer values.
 pub fn render(run: &Run) -> String {
-    let mut out = format!("### {} ({})\n\n", run.info.program, run.source.file);
+    let program = match run.info.program.as_str() {
+        "" => "unnamed test",
+        p => p,
+    };
+    let mut out = format!("### {program} ({})\n\n", run.source.file);
     let time = if run.info.report_cputime {
         "cputime"
     } else {
@@ -49,6 +53,13 @@ pub fn render(run: &Run) -> String {
         );
     } else {
         out += "\nThe test stopped before its footer.\n";
+    }
+    let problems = run.problems();
+    if !problems.is_empty() {
+        out += "\n**Not to be trusted:**\n\n";
+        for p in problems {
+            out += &format!("- {}\n", p.replace('|', "\\|"));
+        }
     }
     out
 }

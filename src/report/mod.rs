@@ -7,6 +7,7 @@
 
 pub mod csv;
 pub mod format;
+pub mod health;
 pub mod json;
 pub mod markdown;
 pub mod parse;

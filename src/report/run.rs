@@ -33,6 +33,11 @@ pub struct TextDetails {
     pub table_header: bool,
     /// Lines that belong to the test but to none of its parts: `(rows before it, text)`.
     pub extra_lines: Vec<(usize, String)>,
+    /// The log shows the table without the header lines above it (an excerpt).
+    pub no_header: bool,
+    /// The table has an `error` column (largest deviation, older layouts) where newer ones
+    /// have `#wrong` (a count): its values are kept as `wrong` but are not a count.
+    pub error_column: bool,
 }
 
 impl Default for TextDetails {
@@ -42,6 +47,8 @@ impl Default for TextDetails {
             memory_clamp: None,
             table_header: true,
             extra_lines: Vec::new(),
+            no_header: false,
+            error_column: false,
         }
     }
 }
@@ -92,7 +99,9 @@ impl Run {
             out += v;
             out.push('\n');
         }
-        out += &table::header(&self.info);
+        if !self.text.no_header {
+            out += &table::header(&self.info);
+        }
         for d in &self.devices {
             out += &table::device_line(d);
         }
@@ -110,6 +119,16 @@ impl Run {
         if let Some(s) = &self.summary {
             out += &table::footer(s, &self.info.program);
         }
+        if self.info.program.is_empty() {
+            // A log that never named its test (before v2.16.7): no empty name lines.
+            out = out
+                .lines()
+                .filter(|l| {
+                    *l != "# Collective test starting: " && *l != "# Collective test concluded: "
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
         out
     }
 
@@ -123,7 +142,8 @@ impl Run {
     }
 
     /// Upstream's JSON document (schema 3, one line) for this run. A run read from a log also
-    /// gets the `nccl_perf_log` object that keeps what the schema cannot hold.
+    /// gets the `nccl_perf_log` object that keeps what the schema cannot hold, and a broken run
+    /// the `nccl_perf_problems` array.
     pub fn to_json(&self) -> String {
         let mut report = JsonReport::new(
             &self.info,
@@ -139,10 +159,19 @@ impl Run {
         if !self.source.file.is_empty() && self.source.first_line > 0 {
             report.set_log(self.log_json());
         }
+        report.set_problems(self.problems());
         match &self.summary {
             Some(s) => report.render(s, &self.end_time),
             None => report.render_aborted(),
         }
+    }
+
+    /// Why this run's numbers cannot be trusted, one line each (empty for a sound run).
+    pub fn problems(&self) -> Vec<String> {
+        super::health::problems(self)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn log_json(&self) -> LogJson {
@@ -160,6 +189,8 @@ impl Run {
             memory_clamp: self.text.memory_clamp,
             memory_report: self.summary.as_ref().and_then(|s| s.memory_report.clone()),
             table_header: self.text.table_header,
+            no_header: self.text.no_header,
+            error_column: self.text.error_column,
             extra_lines: self
                 .text
                 .extra_lines

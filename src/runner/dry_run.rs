@@ -128,9 +128,16 @@ fn render(
         roots.join(" ")
     );
     let b = super::buffer_sizes(opts, opts.max_bytes);
-    let per_gpu = 2 * b.data as u64 + b.expected as u64 + if opts.check > 0 { 8 } else { 0 };
+    // Validation also keeps one 8-byte counter of wrong elements per GPU.
+    let counter = if opts.check > 0 { 8 } else { 0 };
+    let per_gpu = 2 * b.data as u64 + b.expected as u64 + counter;
+    let counter = if counter > 0 {
+        format!(" + error counter {counter}")
+    } else {
+        String::new()
+    };
     s += &format!(
-        "# Device memory per rank (GPU): send {} + receive {} + expected {} = {} bytes ({}); per process: {} bytes; before the clamp of -e to the smallest GPU's memory\n",
+        "# Device memory per rank (GPU): send {} + receive {} + expected {}{counter} = {} bytes ({}); per process: {} bytes; before the clamp of -e to the smallest GPU's memory\n",
         b.data,
         b.data,
         b.expected,
@@ -138,8 +145,22 @@ fn render(
         binary_units(per_gpu),
         per_gpu * per_process as u64
     );
-    s += "# Dry run complete: the launch is consistent; nothing was run\n";
+    s += &closing_line(records, per_process);
     s
+}
+
+/// The last line: the launch is consistent, or which part of it could not be checked here.
+fn closing_line(records: &[ProcessRecord], per_process: i64) -> String {
+    let unknown = records.iter().filter(|r| r.visible.is_none()).count();
+    if unknown == 0 {
+        return "# Dry run complete: the launch is consistent; nothing was run\n".into();
+    }
+    format!(
+        "# Dry run complete: {unknown} of {} process(es) cannot see the NVIDIA driver here \
+         (visible GPUs: unknown), so whether each has the {per_process} GPU(s) it asks for is \
+         not checked; the rest of the launch is consistent; nothing was run\n",
+        records.len()
+    )
 }
 
 /// `402653184` → `384 MiB`.

@@ -6,16 +6,35 @@
 //! of a key counts (later repeats, e.g. `-N` cycles, are ignored). A size regresses when its
 //! value is worse than the base by more than the threshold: lower bandwidth, or higher time.
 //! Sizes where the base value is 0 or not finite have no ratio and never regress.
+//!
+//! Before any ratio counts, both runs must be sound ([`health::problems`]: no wrong data, no
+//! FAILED footer, a footer at all, no error line) and comparable (same collective, datatypes
+//! and ops, same number of ranks, every base size present in the new run). Each failed check is
+//! one `# problem:` line and makes the verdict BROKEN or MISMATCH; `--allow CHECK` relaxes one.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{Half, Metric};
 use crate::report::RowResult;
 use crate::report::format::c_g;
+use crate::report::health::{self, Check};
 use crate::report::run::Run;
 
+/// The verdict of a comparison, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A run is itself broken (wrong data, failure, no footer, no rows).
+    Broken,
+    /// The runs measured different things (collective, types, ops, ranks, sizes).
+    Mismatch,
+    /// A size regressed beyond `--max-regression`.
+    Regression,
+    /// None of the above.
+    Ok,
+}
+
 /// What to compare.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CompareOptions {
     /// The quantity compared.
     pub metric: Metric,
@@ -25,6 +44,8 @@ pub struct CompareOptions {
     pub max_regression: Option<f64>,
     /// Sizes below this are shown but never regress (small sizes are latency-bound and noisy).
     pub min_size: u64,
+    /// Checks relaxed with `--allow`.
+    pub allow: Vec<Check>,
 }
 
 /// The comparison's text and counts.
@@ -36,6 +57,8 @@ pub struct Outcome {
     pub compared: usize,
     /// Pairs beyond the threshold.
     pub regressed: usize,
+    /// The overall verdict.
+    pub verdict: Verdict,
 }
 
 type Key = (String, String, String, i64, u64);
@@ -152,7 +175,9 @@ pub fn compare(
             text += "\n";
         }
     }
-    if matched == 0 {
+    let broken = soundness(base, new, &o.allow);
+    let mismatched = comparability(base, new, only_base, &o.allow);
+    if matched == 0 && broken.is_empty() && mismatched.is_empty() {
         return Err(format!(
             "no row of {} matches a row of {} (same type, redop, root and size)",
             names.1, names.0
@@ -186,7 +211,39 @@ pub fn compare(
             o.metric.name()
         );
     }
-    if let Some(limit) = o.max_regression {
+    for n in notes(base, "base").into_iter().chain(notes(new, "new")) {
+        text += &format!("# note: {n}\n");
+    }
+    for p in broken.iter().chain(&mismatched) {
+        text += &format!("# problem: {p}\n");
+    }
+    let verdict = if !broken.is_empty() {
+        Verdict::Broken
+    } else if !mismatched.is_empty() {
+        Verdict::Mismatch
+    } else if !regressions.is_empty() {
+        Verdict::Regression
+    } else {
+        Verdict::Ok
+    };
+    let relax = "; --allow CHECK accepts one";
+    match verdict {
+        Verdict::Broken => {
+            text += &format!(
+                "# verdict: BROKEN, {} problem(s) in the runs themselves{relax}\n",
+                broken.len()
+            );
+        }
+        Verdict::Mismatch => {
+            text += &format!(
+                "# verdict: MISMATCH, the runs did not measure the same thing ({} \
+                 problem(s)){relax}\n",
+                mismatched.len()
+            );
+        }
+        _ => {}
+    }
+    if let (Some(limit), Verdict::Ok | Verdict::Regression) = (o.max_regression, verdict) {
         for r in &regressions {
             text += &format!("# regression: {r}\n");
         }
@@ -208,5 +265,98 @@ pub fn compare(
         text,
         compared,
         regressed: regressions.len(),
+        verdict,
     })
+}
+
+/// The problems each run shows by itself, unless relaxed: `side: file:line program: problem`.
+fn soundness(base: &[Run], new: &[Run], allow: &[Check]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, runs) in [("base", base), ("new", new)] {
+        for run in runs {
+            for p in health::problems(run) {
+                if !allow.contains(&p.check) {
+                    out.push(format!("{side} {}: {p}", health::location(run)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What makes the two sides measure different things, unless relaxed.
+fn comparability(base: &[Run], new: &[Run], only_base: usize, allow: &[Check]) -> Vec<String> {
+    let mut out = Vec::new();
+    // `all_reduce_perf_mpi` (a NAME_SUFFIX build) measures what `all_reduce_perf` does.
+    let programs = |runs: &[Run]| -> BTreeSet<String> {
+        runs.iter()
+            .map(|r| match r.info.program.find("_perf") {
+                Some(i) => r.info.program[..i + 5].to_string(),
+                None => r.info.program.clone(),
+            })
+            .filter(|p| !p.is_empty())
+            .collect()
+    };
+    let (bp, np) = (programs(base), programs(new));
+    if !allow.contains(&Check::Collective) {
+        if !bp.is_empty() && !np.is_empty() && !bp.is_subset(&np) {
+            out.push(format!("collective: base {}, new {}", join(&bp), join(&np)));
+        }
+        let kinds = |runs: &[Run]| -> BTreeSet<String> {
+            runs.iter()
+                .flat_map(|r| r.rows.iter().map(|x| format!("{}/{}", x.dtype, x.op)))
+                .collect()
+        };
+        let (bk, nk) = (kinds(base), kinds(new));
+        if !bk.is_empty() && !nk.is_empty() && !bk.is_subset(&nk) {
+            out.push(format!(
+                "datatype/op: base {}, new {}",
+                join(&bk),
+                join(&nk)
+            ));
+        }
+    }
+    if !allow.contains(&Check::Ranks) {
+        let ranks =
+            |runs: &[Run]| -> BTreeSet<usize> { runs.iter().filter_map(health::ranks).collect() };
+        let (br, nr) = (ranks(base), ranks(new));
+        if !br.is_empty() && !nr.is_empty() && br != nr {
+            let show = |s: &BTreeSet<usize>| {
+                s.iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            out.push(format!("ranks: base {}, new {}", show(&br), show(&nr)));
+        }
+    }
+    if only_base > 0 && !allow.contains(&Check::Rows) {
+        out.push(format!(
+            "fewer rows: {only_base} row(s) of the base have no match in new"
+        ));
+    }
+    out
+}
+
+/// Several tests of one program on one side: only the first one's rows count.
+fn notes(runs: &[Run], side: &str) -> Vec<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in runs {
+        match counts.iter_mut().find(|(p, _)| *p == r.info.program) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&r.info.program, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(p, n)| {
+            let p = if p.is_empty() { "(unnamed test)" } else { p };
+            format!("{side} holds {n} tests of {p}; for each size the first test's row is used")
+        })
+        .collect()
+}
+
+fn join(s: &BTreeSet<String>) -> String {
+    s.iter().cloned().collect::<Vec<_>>().join(", ")
 }

@@ -5,13 +5,14 @@
 //!
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
 //! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
-//! `--max-regression`, 2 invalid usage or an input that cannot be read.
+//! `--max-regression`, 2 invalid usage or an input that cannot be read, 3 a run is broken
+//! ([`crate::report::health`]), 4 `compare` of runs that measured different things.
 
 mod compare;
 pub mod docs;
 mod plot;
 
-pub use compare::{CompareOptions, Outcome, compare};
+pub use compare::{CompareOptions, Outcome, Verdict, compare};
 pub use plot::{PlotOptions, plot};
 
 use std::io::Write;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
+use crate::report::health::{self, Check};
 use crate::report::parse::ParseOptions;
 use crate::report::run::{Run, read_file};
 use crate::report::{HalfResult, csv, markdown};
@@ -27,6 +29,11 @@ use crate::report::{HalfResult, csv, markdown};
 pub const EXIT_REGRESSION: u8 = 1;
 /// Exit code for invalid usage or unreadable input.
 pub const EXIT_ERROR: u8 = 2;
+/// Exit code for a run that is itself broken (wrong data, FAILED footer, error lines, no
+/// footer, no rows): `compare`'s BROKEN verdict, and `parse`/`report` of such a run.
+pub const EXIT_BROKEN: u8 = 3;
+/// Exit code for `compare` of runs that measured different things (MISMATCH).
+pub const EXIT_MISMATCH: u8 = 4;
 
 /// The quantity a plot or comparison looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +160,7 @@ fn command() -> Command {
     Command::new("nccl-perf")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Tables, JSON, plots and regression checks from nccl-tests and nccl-perf results (no GPU needed)")
-        .after_help("Inputs are text logs (nccl-tests or our *_perf output, srun -l / mpirun --tag-output prefixes welcome) or -J JSON files. Exit codes: 0 ok, 1 regression (compare), 2 usage or input error.")
+        .after_help("Inputs are text logs (nccl-tests or our *_perf output, srun -l / mpirun --tag-output prefixes welcome) or -J JSON files. Exit codes: 0 ok, 1 regression (compare), 2 usage or input error, 3 a run is broken (wrong data, FAILED footer, error lines, no footer or no rows; parse and report still write their output), 4 the runs are not comparable (compare).")
         .subcommand_required(true)
         .subcommand(
             Command::new("parse")
@@ -207,6 +214,15 @@ fn command() -> Command {
                         .default_value("0")
                         .help("Sizes below this (K/M/G suffixes) never fail the check"),
                 )
+                .arg(
+                    Arg::new("allow")
+                        .long("allow")
+                        .value_name("CHECK")
+                        .action(ArgAction::Append)
+                        .value_delimiter(',')
+                        .value_parser(Check::ALL.map(Check::name))
+                        .help("Accept what this check would refuse (repeatable, or comma-separated): wrong (#wrong > 0, Out of bounds FAILED), min-bw (Avg bus bandwidth FAILED), footer (no footer: crash or cut log), errors (NCCL/CUDA error lines), rows (no rows, or base sizes missing from new), ranks (different rank counts), collective (different collective, datatype or op)"),
+                )
                 .arg(partial),
         )
         .subcommand(docs::completions_command())
@@ -258,13 +274,13 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
             let runs = load(&strings("LOG"))?;
             let text: String = runs.iter().map(|r| r.to_json() + "\n").collect();
             emit(m.get_one::<String>("output"), &text)?;
-            Ok(0)
+            Ok(tell_problems(&runs))
         }
         "report" => {
             let runs = load(&strings("FILE"))?;
             let format = m.get_one::<String>("format").map_or("text", String::as_str);
             emit(None, &report(&runs, format))?;
-            Ok(0)
+            Ok(tell_problems(&runs))
         }
         "plot" => {
             let runs = load(&strings("RUN"))?;
@@ -297,17 +313,31 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
                 max_regression: m.get_one::<f64>("max-regression").copied(),
                 min_size: crate::options::parse_size(min_size)
                     .map_err(|e| format!("--min-size {min_size}: {e}"))?,
+                allow: m
+                    .get_many::<String>("allow")
+                    .map(|v| v.filter_map(|n| Check::from_name(n)).collect())
+                    .unwrap_or_default(),
             };
             let outcome = compare(&base, &new, (&base_name, &new_name), &options)?;
             emit(None, &outcome.text)?;
-            Ok(if outcome.regressed > 0 {
-                EXIT_REGRESSION
-            } else {
-                0
+            Ok(match outcome.verdict {
+                Verdict::Broken => EXIT_BROKEN,
+                Verdict::Mismatch => EXIT_MISMATCH,
+                Verdict::Regression => EXIT_REGRESSION,
+                Verdict::Ok => 0,
             })
         }
         other => Err(format!("unknown subcommand {other}")),
     }
+}
+
+/// Prints every problem of `runs` on stderr (one line each); [`EXIT_BROKEN`] when there is one.
+fn tell_problems(runs: &[Run]) -> u8 {
+    let lines: Vec<String> = runs.iter().flat_map(health::describe).collect();
+    for l in &lines {
+        eprintln!("nccl-perf: {l}");
+    }
+    if lines.is_empty() { 0 } else { EXIT_BROKEN }
 }
 
 /// `runs` in one of `report`'s formats.
@@ -318,10 +348,20 @@ pub fn report(runs: &[Run], format: &str) -> String {
                 .iter()
                 .map(|r| csv::Columns::of(&r.info))
                 .fold(csv::Columns::default(), csv::Columns::union);
-            let mut out = csv::header(columns);
+            // The benchmarks' columns plus `problems`: why a run cannot be trusted. A run
+            // without rows still gets one record, so that its failure is not lost.
+            let header = csv::header(columns);
+            let fields = header.split(',').count();
+            let mut out = header.trim_end().to_string() + ",problems\n";
             for run in runs {
+                let problems = csv::field(&run.problems().join("; "));
                 for row in &run.rows {
-                    out += &csv::record(&run.info.program, row, columns);
+                    let record = csv::record(&run.info.program, row, columns);
+                    out += &format!("{},{problems}\n", record.trim_end());
+                }
+                if run.rows.is_empty() {
+                    let empty = ",".repeat(fields - 1);
+                    out += &format!("{}{empty},{problems}\n", csv::field(&run.info.program));
                 }
             }
             out

@@ -72,6 +72,11 @@ pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, String> 
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
     let out = options.output.as_str();
     let lower = out.to_ascii_lowercase();
+    if !(lower.ends_with(".svg") || lower.ends_with(".png")) {
+        return Err(format!("{out}: the output name must end in .svg or .png"));
+    }
+    // The drawing backends report a missing folder as a nested error chain: find it first.
+    std::fs::File::create(out).map_err(|e| format!("{out}: cannot create the image: {e}"))?;
     if lower.ends_with(".svg") {
         let root = SVGBackend::new(out, options.size).into_drawing_area();
         draw(&root, &series, options)?;

@@ -288,6 +288,8 @@ impl DocIn {
                 version_line: log.version_line,
                 memory_clamp: log.memory_clamp,
                 table_header: log.table_header || !rows.is_empty() || summary.is_some(),
+                no_header: log.no_header,
+                error_column: log.error_column,
                 extra_lines: log
                     .extra_lines
                     .into_iter()

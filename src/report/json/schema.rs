@@ -42,6 +42,8 @@ pub(super) struct Document<'a> {
     pub end: Option<End<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_perf_log: Option<&'a LogJson>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub nccl_perf_problems: &'a [String],
 }
 
 /// `config`.
@@ -168,6 +170,16 @@ pub struct LogJson {
     /// Other lines of the test (skip notes, failure messages), each after that many rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_lines: Vec<ExtraLine>,
+    /// The log shows the table without its header lines (an excerpt).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_header: bool,
+    /// The table's `error` column (older layouts) was read into `#wrong`: not a count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub error_column: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn yes() -> bool {

@@ -47,6 +47,24 @@ pub fn split_prefix(line: &str) -> (Stream, &str) {
     (Stream::Plain, line)
 }
 
+/// The benchmark a command line runs: the first word whose file name is `<name>_perf` or
+/// `<name>_perf_<suffix>` (`mpirun -np 8 /opt/nccl-tests/build/all_reduce_perf -b 8`). `#`
+/// lines and NCCL's own lines name none.
+pub fn command_program(line: &str) -> Option<String> {
+    if line.starts_with('#') || is_nccl_debug(line) {
+        return None;
+    }
+    line.split_whitespace().find_map(|word| {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        let (stem, _) = name.split_once("_perf")?;
+        let valid = !stem.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        valid.then(|| name.to_string())
+    })
+}
+
 /// NCCL's own debug output (`host:pid:tid [dev] NCCL INFO ...`), which `NCCL_DEBUG=INFO` mixes
 /// into stdout.
 pub fn is_nccl_debug(line: &str) -> bool {
@@ -230,8 +248,14 @@ fn pci_address(s: &str) -> Result<(u32, u32, u32), String> {
 }
 
 /// The columns a table has, from its header's field-name line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns {
+    /// A `redop` column (every layout but the oldest all_gather/broadcast ones).
+    pub redop: bool,
+    /// A `root` column (since v2.?; older tables show it only for rooted collectives).
+    pub root: bool,
+    /// `error` (the largest deviation, older layouts) instead of `#wrong` (a count).
+    pub error: bool,
     /// `cputime` instead of `time` (`-C 1`).
     pub cputime: bool,
     /// `i_min i_max i_p99 i_cv%` after each half (`-I 1`).
@@ -240,11 +264,28 @@ pub struct Columns {
     pub timestamps: bool,
 }
 
+impl Default for Columns {
+    /// The v2.19.6 default layout.
+    fn default() -> Columns {
+        Columns {
+            redop: true,
+            root: true,
+            error: false,
+            cputime: false,
+            per_iter: false,
+            timestamps: false,
+        }
+    }
+}
+
 impl Columns {
     /// From the field-name line `#       size         count ...`.
     pub fn from_names(line: &str) -> Columns {
         let tokens: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
         Columns {
+            redop: tokens.contains(&"redop"),
+            root: tokens.contains(&"root"),
+            error: tokens.contains(&"error"),
             cputime: tokens.contains(&"cputime"),
             per_iter: tokens.contains(&"i_min"),
             timestamps: tokens.contains(&"timestamp"),
@@ -255,9 +296,38 @@ impl Columns {
         if self.per_iter { 8 } else { 4 }
     }
 
+    /// Fields before the first half: size, count, type, then redop and root where present.
+    fn leading(&self) -> usize {
+        3 + usize::from(self.redop) + usize::from(self.root)
+    }
+
     /// Whitespace-separated tokens of a row with an op name.
     pub fn tokens(&self) -> usize {
-        5 + 2 * self.per_half() + if self.timestamps { 2 } else { 0 }
+        self.leading() + 2 * self.per_half() + if self.timestamps { 2 } else { 0 }
+    }
+
+    /// The field names, for messages: `size count type redop root, then time algbw busbw
+    /// #wrong per half`.
+    fn describe(&self) -> String {
+        let mut lead = vec!["size", "count", "type"];
+        if self.redop {
+            lead.push("redop");
+        }
+        if self.root {
+            lead.push("root");
+        }
+        let time = if self.cputime { "cputime" } else { "time" };
+        let wrong = if self.error { "error" } else { "#wrong" };
+        let mut half = format!("{time} algbw busbw {wrong}");
+        if self.per_iter {
+            half += " i_min i_max i_p99 i_cv%";
+        }
+        let ts = if self.timestamps {
+            ", then the timestamp"
+        } else {
+            ""
+        };
+        format!("{}, then {half} per half{ts}", lead.join(" "))
     }
 }
 
@@ -268,54 +338,57 @@ pub fn is_names_line(line: &str) -> bool {
 }
 
 /// A data row. A row with one token fewer than the columns call for has an empty op column
-/// (hypercube).
+/// (hypercube; alltoall in older layouts). A table without `redop` gives op `none` and one
+/// without `root` root -1, as v2.19.6 prints them for those collectives.
 pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, String> {
     let mut t: Vec<&str> = line.split_whitespace().collect();
     let want = columns.tokens();
-    if t.len() + 1 == want {
+    if t.len() + 1 == want && columns.redop {
         t.insert(3, "");
     }
     if t.len() != want {
         return Err(format!(
-            "a row of this table has {want} fields (size count type redop root, then time algbw \
-             busbw #wrong{} per half{}), this line has {}",
-            if columns.per_iter {
-                " i_min i_max i_p99 i_cv%"
-            } else {
-                ""
-            },
-            if columns.timestamps {
-                ", then the timestamp"
-            } else {
-                ""
-            },
+            "a row of this table has {want} fields ({}), this line has {}",
+            columns.describe(),
             t.len()
         ));
     }
+    let (op, rest) = if columns.redop {
+        (t[3].to_string(), 4)
+    } else {
+        ("none".to_string(), 3)
+    };
+    let (root, lead) = if columns.root {
+        (integer(t[rest], "root")?, rest + 1)
+    } else {
+        (-1, rest)
+    };
     let n = columns.per_half();
-    let out_of_place = half(&t[5..5 + n], "out-of-place")?;
-    let in_place = half(&t[5 + n..5 + 2 * n], "in-place")?;
+    let out_of_place = half(&t[lead..lead + n], "out-of-place")?;
+    let in_place = half(&t[lead + n..lead + 2 * n], "in-place")?;
     Ok(RowResult {
         size: integer(t[0], "size")?,
         count: integer(t[1], "count")?,
         dtype: t[2].to_string(),
-        op: t[3].to_string(),
-        root: integer(t[4], "root")?,
+        op,
+        root,
         out_of_place,
         in_place,
         timestamp: columns
             .timestamps
-            .then(|| format!("{} {}", t[5 + 2 * n], t[6 + 2 * n])),
+            .then(|| format!("{} {}", t[lead + 2 * n], t[lead + 1 + 2 * n])),
         iterations,
     })
 }
 
 fn half(t: &[&str], which: &str) -> Result<HalfResult, String> {
     let num = |i: usize, name: &str| number(t[i], &format!("{which} {name}"));
-    let wrong = match t[3] {
+    // Older layouts mark an `error` beyond the tolerance with a trailing `*`.
+    let wrong = match t[3].trim_end_matches('*') {
         "N/A" => None,
         w => Some(
-            num(3, "#wrong").map_err(|_| format!("{which} #wrong '{w}' is not a number or N/A"))?,
+            number(w, "")
+                .map_err(|_| format!("{which} #wrong '{}' is not a number or N/A", t[3]))?,
         ),
     };
     let per_iter = if t.len() > 4 {

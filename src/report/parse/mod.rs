@@ -22,6 +22,12 @@ use lines::{Columns, Stream};
 use super::Summary;
 use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
 
+/// True for nccl-tests' failure lines (`Test NCCL failure`, `Test CUDA failure`, the
+/// ` .. host pid N: Test failure` trace).
+pub fn is_failure_line(line: &str) -> bool {
+    lines::is_failure(line)
+}
+
 /// How lenient [`parse_log`] is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ParseOptions {
@@ -105,6 +111,9 @@ struct Parser<'a> {
     file: &'a str,
     options: &'a ParseOptions,
     version: Option<(usize, String)>,
+    /// The program of the last command line seen outside a test (`mpirun ... all_reduce_perf
+    /// -b 8`), for tests that do not name themselves (before v2.16.7).
+    command: Option<String>,
     current: Option<Test>,
     last_line: usize,
     done: Vec<Run>,
@@ -116,6 +125,7 @@ impl<'a> Parser<'a> {
             file,
             options,
             version: None,
+            command: None,
             current: None,
             last_line: 0,
             done: Vec::new(),
@@ -151,7 +161,10 @@ impl<'a> Parser<'a> {
         let complete = matches!(test.stage, Stage::Closing | Stage::Done | Stage::Failed);
         if !complete && !self.options.allow_partial {
             let start = test.run.source.first_line;
-            let program = &test.run.info.program;
+            let program = match test.run.info.program.as_str() {
+                "" => "(unnamed test)",
+                p => p,
+            };
             let what = if next > self.last_line {
                 "the log ends".to_string()
             } else {
@@ -184,14 +197,37 @@ impl<'a> Parser<'a> {
             self.start(n, program.trim());
         } else if text.starts_with("# nThread ") {
             // Logs older than v2.16.7 start a test with its parameter line.
-            self.start(n, "");
+            let program = self.command.clone().unwrap_or_default();
+            self.start(n, &program);
             if let Some(mut test) = self.current.take() {
                 let step = self.in_test(&mut test, text);
                 self.current = Some(test);
                 step.map_err(|m| ReadError::at(self.file, n, m))?;
             }
+        } else if lines::is_names_line(text) {
+            // A table shown without the lines above it (an excerpt in a document or a ticket).
+            let program = self.command.clone().unwrap_or_default();
+            self.start(n, &program);
+            if let Some(test) = self.current.as_mut() {
+                test.run.text.no_header = true;
+                test.has_parameters = true;
+                test.stage = Stage::Devices;
+                let step = self.in_test_current(text);
+                step.map_err(|m| ReadError::at(self.file, n, m))?;
+            }
+        } else if let Some(program) = lines::command_program(text) {
+            self.command = Some(program);
         }
         Ok(())
+    }
+
+    fn in_test_current(&mut self, text: &str) -> Result<Step, String> {
+        let Some(mut test) = self.current.take() else {
+            return Ok(Step::Over);
+        };
+        let step = self.in_test(&mut test, text);
+        self.current = Some(test);
+        step
     }
 
     fn start(&mut self, n: usize, program: &str) {
@@ -267,6 +303,11 @@ impl<'a> Parser<'a> {
             return Ok(Step::Taken);
         }
         match test.stage {
+            // An excerpt may leave out `# Using devices`: the table header ends the header.
+            Stage::Header if lines::is_names_line(text) && test.has_parameters => {
+                test.stage = Stage::Devices;
+                self.in_test(test, text)
+            }
             Stage::Header => header_line(test, text),
             Stage::Devices => {
                 if text
@@ -284,6 +325,7 @@ impl<'a> Parser<'a> {
                     );
                 } else if lines::is_names_line(text) {
                     test.columns = Columns::from_names(text);
+                    run.text.error_column = test.columns.error;
                     run.info.report_cputime = test.columns.cputime;
                     run.info.per_iter = test.columns.per_iter;
                     run.info.report_timestamps = test.columns.timestamps;
@@ -369,7 +411,7 @@ fn header_line(test: &mut Test, text: &str) -> Result<Step, String> {
             return Err("'# Using devices' before the '# nThread ...' parameter line".into());
         }
         test.stage = Stage::Devices;
-    } else if text != "#" {
+    } else if text != "#" && !(text.starts_with('#') && text.contains("out-of-place")) {
         let at = run.rows.len();
         run.text.extra_lines.push((at, text.to_string()));
     }

@@ -1,0 +1,218 @@
+//! What a run's own output says about whether its numbers can be trusted: wrong data, a FAILED
+//! footer, NCCL/CUDA error lines, a missing footer (a crash or a cut log), no rows at all.
+//!
+//! `nccl-perf compare` refuses to call such a run OK, `parse` and `report` say so on stderr and
+//! in their JSON (`nccl_perf_problems`), CSV (`problems` column) and Markdown output. Each
+//! [`Problem`] is one line of text and belongs to one [`Check`] that the user may relax.
+
+use std::fmt;
+
+use super::run::Run;
+
+/// A check that can be relaxed by name (`compare --allow NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Check {
+    /// `#wrong` > 0 in a row, or `Out of bounds values : N FAILED`.
+    Wrong,
+    /// `Avg bus bandwidth : X FAILED` (below `NCCL_TESTS_MIN_BW`).
+    MinBw,
+    /// The test has no footer: it crashed, failed or the log was cut.
+    Footer,
+    /// NCCL/CUDA failure lines or an `# error:` line.
+    Errors,
+    /// No rows at all, or fewer rows than the base (`compare`).
+    Rows,
+    /// A different number of ranks than the base (`compare`).
+    Ranks,
+    /// A different collective, datatype or op than the base (`compare`).
+    Collective,
+}
+
+impl Check {
+    /// Every check, in the order their problems are listed.
+    pub const ALL: [Check; 7] = [
+        Check::Wrong,
+        Check::MinBw,
+        Check::Footer,
+        Check::Errors,
+        Check::Rows,
+        Check::Ranks,
+        Check::Collective,
+    ];
+
+    /// The name used by `--allow`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::Wrong => "wrong",
+            Check::MinBw => "min-bw",
+            Check::Footer => "footer",
+            Check::Errors => "errors",
+            Check::Rows => "rows",
+            Check::Ranks => "ranks",
+            Check::Collective => "collective",
+        }
+    }
+
+    /// The check of that name.
+    pub fn from_name(name: &str) -> Option<Check> {
+        Check::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// One reason not to trust a run (or a comparison), as one line of text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The check it fails.
+    pub check: Check,
+    /// What is wrong, one line, no trailing period.
+    pub text: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn problem(check: Check, text: String) -> Problem {
+    Problem { check, text }
+}
+
+/// The problems a run shows by itself, in [`Check::ALL`] order. Empty for a healthy run.
+pub fn problems(run: &Run) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let (mut halves, mut values) = (0usize, 0f64);
+    let mut first = None;
+    // An `error` column holds the largest deviation, not a count: the footer's out-of-bounds
+    // count is that layout's verdict.
+    let rows = if run.text.error_column {
+        &[][..]
+    } else {
+        &run.rows[..]
+    };
+    for r in rows {
+        for (h, name) in [(&r.out_of_place, "out-of-place"), (&r.in_place, "in-place")] {
+            if let Some(w) = h.wrong
+                && (w > 0.0 || w.is_nan())
+            {
+                halves += 1;
+                values += if w.is_nan() { 0.0 } else { w };
+                first.get_or_insert(format!("{} B {} {} {name}", r.size, r.dtype, r.op));
+            }
+        }
+    }
+    if let Some(first) = first {
+        out.push(problem(
+            Check::Wrong,
+            format!(
+                "wrong data: #wrong > 0 in {halves} measurement(s), {values} wrong values in all \
+                 (first: {first})"
+            ),
+        ));
+    }
+    if let Some(s) = &run.summary
+        && s.oob_errors > 0
+    {
+        out.push(problem(
+            Check::Wrong,
+            format!("footer: Out of bounds values : {} FAILED", s.oob_errors),
+        ));
+    }
+    if let Some(s) = &run.summary
+        && s.min_bw_ok == Some(false)
+    {
+        out.push(problem(
+            Check::MinBw,
+            "footer: Avg bus bandwidth FAILED (below NCCL_TESTS_MIN_BW)".to_string(),
+        ));
+    }
+    let errors: Vec<&str> = error_lines(run).collect();
+    if run.summary.is_none() {
+        let why = if errors.is_empty() {
+            "the log is cut short or the program was killed"
+        } else {
+            "it failed"
+        };
+        out.push(problem(
+            Check::Footer,
+            format!(
+                "no footer: the test stopped after {} row(s) ({why})",
+                run.rows.len()
+            ),
+        ));
+    }
+    if let Some(first) = errors.first() {
+        let more = if errors.len() > 1 {
+            format!(" (+{} more error line(s))", errors.len() - 1)
+        } else {
+            String::new()
+        };
+        out.push(problem(
+            Check::Errors,
+            format!("error: {}{more}", first.trim()),
+        ));
+    }
+    if run.rows.is_empty() {
+        out.push(problem(Check::Rows, "no rows: nothing was measured".into()));
+    }
+    out
+}
+
+/// The failure lines a run carries: nccl-tests' `Test NCCL/CUDA failure` lines and traces, and
+/// the footer's `# error:` text.
+pub fn error_lines(run: &Run) -> impl Iterator<Item = &str> {
+    run.text
+        .extra_lines
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .filter(|l| super::parse::is_failure_line(l))
+        .chain(
+            run.summary
+                .iter()
+                .map(|s| s.last_error.as_str())
+                .filter(|e| !e.is_empty()),
+        )
+}
+
+/// The number of ranks of a run, when its devices are known: one device line per GPU in a
+/// log; upstream's JSON keeps one per process, each with `-t × -g` ranks.
+pub fn ranks(run: &Run) -> Option<usize> {
+    if run.devices.is_empty() {
+        return None;
+    }
+    let mut processes: Vec<(&str, u32)> = run
+        .devices
+        .iter()
+        .map(|d| (d.hostname.as_str(), d.pid))
+        .collect();
+    processes.sort_unstable();
+    processes.dedup();
+    let per_process = usize::try_from(run.info.nthreads.max(1) * run.info.ngpus.max(1)).ok()?;
+    if processes.len() == run.devices.len() && per_process > 1 {
+        Some(processes.len() * per_process)
+    } else {
+        Some(run.devices.len())
+    }
+}
+
+/// The problems of `run` as lines for stderr: `file:line: program: problem`.
+pub fn describe(run: &Run) -> Vec<String> {
+    problems(run)
+        .iter()
+        .map(|p| format!("{}: {p}", location(run)))
+        .collect()
+}
+
+/// `file:first_line program` of a run, for messages.
+pub fn location(run: &Run) -> String {
+    let program = if run.info.program.is_empty() {
+        "(unnamed test)"
+    } else {
+        &run.info.program
+    };
+    if run.source.first_line > 0 {
+        format!("{}:{} {program}", run.source.file, run.source.first_line)
+    } else {
+        format!("{} {program}", run.source.file)
+    }
+}

@@ -1,0 +1,492 @@
+//! `nccl-perf parse`, `report` and `compare` on real nccl-tests logs published by others
+//! (`tests/logs/`, each with its source in `tests/logs/SOURCES.md`): older layouts (`error`
+//! column, no `redop`/`root` columns), `srun -l` and `mpirun --tag-output` prefixes, NCCL INFO
+//! lines inside the table, excerpts that start at the table header, and broken runs made
+//! from them (wrong data, FAILED footer, error lines, a cut log, fewer rows, other ranks).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use nccl_perf::report::health;
+use nccl_perf::report::parse::{ParseOptions, parse_log};
+
+fn logs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/logs")
+}
+
+fn read(name: &str) -> String {
+    let path = logs().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn tool(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    out
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-logs-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_string_lossy().into_owned()
+}
+
+/// One public log and what must be read from it.
+struct Expect {
+    file: &'static str,
+    rows: usize,
+    /// The program name, when the log shows it (a command line or `Collective test starting`).
+    program: &'static str,
+    /// Ranks, when the test's device lines are in the log.
+    ranks: Option<usize>,
+    /// The excerpt ends before the footer: readable only with `--partial`.
+    cut: bool,
+    /// `error` column (older layouts) instead of `#wrong`.
+    error_column: bool,
+    /// op of the first row.
+    op: &'static str,
+}
+
+const PUBLIC: &[Expect] = &[
+    Expect {
+        file: "superbench-allreduce.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
+        file: "superbench-allgather.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "none",
+    },
+    Expect {
+        file: "superbench-alltoall.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "",
+    },
+    Expect {
+        file: "superbench-broadcast.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "none",
+    },
+    Expect {
+        file: "superbench-reduce.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
+        file: "superbench-reducescatter.log",
+        rows: 34,
+        program: "",
+        ranks: Some(8),
+        cut: false,
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-p4de-srun-l.log",
+        rows: 29,
+        program: "",
+        ranks: None,
+        cut: true,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-p5-srun-l.log",
+        rows: 32,
+        program: "",
+        ranks: None,
+        cut: true,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-eks-mpijob-tag-output.log",
+        rows: 7,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-batch-tag-output.log",
+        rows: 32,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-p5en-topology-excerpt.log",
+        rows: 3,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "coreweave-h100-mpijob-kubectl.log",
+        rows: 5,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "coreweave-gb200-1rack.log",
+        rows: 5,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "coreweave-gb200-2racks.log",
+        rows: 6,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "coreweave-gb200-20racks.log",
+        rows: 6,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "gcp-a3mega-mpirun-16.log",
+        rows: 31,
+        program: "",
+        ranks: None,
+        cut: false,
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "nccl-tests-issue-287-rtx5090-alltoall.log",
+        rows: 1,
+        program: "alltoall_perf",
+        ranks: Some(1),
+        cut: false,
+        error_column: false,
+        op: "none",
+    },
+];
+
+#[test]
+fn every_public_log_is_read() {
+    let mut files: Vec<String> = std::fs::read_dir(logs())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = PUBLIC.iter().map(|e| e.file.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        files, listed,
+        "every log in tests/logs has an expectation here"
+    );
+    let sources = read("SOURCES.md");
+    for e in PUBLIC {
+        assert!(
+            sources.contains(e.file),
+            "{} has no entry in SOURCES.md",
+            e.file
+        );
+        let body = read(e.file);
+        let strict = parse_log(&body, e.file, &ParseOptions::default());
+        assert_eq!(strict.is_err(), e.cut, "{}: {:?}", e.file, strict.err());
+        let options = ParseOptions {
+            allow_partial: true,
+        };
+        let runs = parse_log(&body, e.file, &options).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(runs.len(), 1, "{}", e.file);
+        let run = &runs[0];
+        assert_eq!(run.rows.len(), e.rows, "{}", e.file);
+        assert_eq!(run.info.program, e.program, "{}", e.file);
+        assert_eq!(health::ranks(run), e.ranks, "{}", e.file);
+        assert_eq!(run.text.error_column, e.error_column, "{}", e.file);
+        assert_eq!(run.rows[0].op, e.op, "{}", e.file);
+        assert!(
+            run.rows.iter().all(|r| r.size > 0 || r.count == 0),
+            "{}",
+            e.file
+        );
+        // A sound public run is reported as sound; a cut one only for its missing footer.
+        let problems = health::problems(run);
+        if e.cut {
+            assert_eq!(problems.len(), 1, "{}: {problems:?}", e.file);
+            assert_eq!(problems[0].check, health::Check::Footer);
+        } else {
+            assert!(problems.is_empty(), "{}: {problems:?}", e.file);
+        }
+        // And the tool agrees, through JSON and back.
+        let path = logs().join(e.file);
+        let path = path.to_string_lossy();
+        let mut args = vec!["parse", &path];
+        if e.cut {
+            args.push("--partial");
+        }
+        let out = tool(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(if e.cut { 3 } else { 0 }),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn older_layouts_keep_their_values() {
+    let runs = parse_log(
+        &read("superbench-reduce.log"),
+        "r",
+        &ParseOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let last = &runs[0].rows[33];
+    assert_eq!(
+        (last.size, last.root, last.op.as_str()),
+        (8589934592, 0, "sum")
+    );
+    assert_eq!(last.out_of_place.busbw, 228.38);
+    assert_eq!(last.in_place.wrong, None);
+    let runs = parse_log(
+        &read("superbench-allgather.log"),
+        "g",
+        &ParseOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].rows[33].root, -1);
+    assert_eq!(runs[0].summary.as_ref().map(|s| s.avg_busbw), Some(58.2651));
+}
+
+#[test]
+fn a_row_that_does_not_fit_names_its_line_and_the_columns() {
+    let body =
+        read("superbench-allgather.log").replacen("    34.27    0.00", "  sum  34.27    0.00", 1);
+    let err = parse_log(&body, "ag.log", &ParseOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_eq!(
+        err,
+        "ag.log:17: a row of this table has 11 fields (size count type, then time algbw busbw \
+         error per half), this line has 12"
+    );
+}
+
+#[test]
+fn several_tests_in_one_log() {
+    let body = read("superbench-allreduce.log") + &read("superbench-allgather.log");
+    let runs =
+        parse_log(&body, "two.log", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        (runs[0].rows[2].op.as_str(), runs[1].rows[2].op.as_str()),
+        ("sum", "none")
+    );
+}
+
+/// The a3mega log with one change applied.
+fn a3mega(dir: &Path, name: &str, change: impl Fn(&str) -> String) -> String {
+    write(dir, name, &change(&read("gcp-a3mega-mpirun-16.log")))
+}
+
+#[test]
+fn compare_refuses_broken_runs_and_says_why() {
+    let dir = scratch("broken");
+    let base = logs().join("gcp-a3mega-mpirun-16.log");
+    let base = base.to_string_lossy();
+    let compare = |new: &str, extra: &[&str]| {
+        let mut args = vec!["compare", &*base, new, "--max-regression", "50"];
+        args.extend_from_slice(extra);
+        tool(&args)
+    };
+
+    // The same run: OK.
+    let out = compare(&base, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("# verdict: OK"));
+
+    // #wrong 96 and a FAILED footer.
+    let wrong = a3mega(&dir, "wrong.log", |s| {
+        s.replacen("0.00      0    123.5", "0.00     96    123.5", 1)
+            .replace(
+                "# Out of bounds values : 0 OK",
+                "# Out of bounds values : 4 FAILED",
+            )
+    });
+    let out = compare(&wrong, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("# problem: new "), "{t}");
+    assert!(
+        t.contains("wrong data: #wrong > 0 in 1 measurement(s), 96 wrong values"),
+        "{t}"
+    );
+    assert!(t.contains("footer: Out of bounds values : 4 FAILED"), "{t}");
+    assert!(t.contains("# verdict: BROKEN, 2 problem(s)"), "{t}");
+    assert!(!t.contains("verdict: OK"), "{t}");
+    let out = compare(&wrong, &["--allow", "wrong"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    // Cut before its footer: an error without --partial, BROKEN with it.
+    let cut = a3mega(&dir, "cut.log", |s| {
+        s.lines()
+            .filter(|l| !l.starts_with("# Out of") && !l.starts_with("# Avg"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    assert_eq!(compare(&cut, &[]).status.code(), Some(2));
+    let out = compare(&cut, &["--partial"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("no footer: the test stopped after 31 row(s) (the log is cut short"),
+        "{t}"
+    );
+    assert_eq!(
+        compare(&cut, &["--partial", "--allow", "footer"])
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // An NCCL failure after some rows.
+    let failed = a3mega(&dir, "failed.log", |s| {
+        let keep: Vec<&str> = s.lines().take(40).collect();
+        keep.join("\n")
+            + "\nztan-mig-235z: Test NCCL failure common.cu:1057 'unhandled system error / '\n \
+               .. ztan-mig-235z pid 6899: Test failure common.cu:893\n"
+    });
+    let out = compare(&failed, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("no footer: the test stopped after 17 row(s) (it failed)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("error: ztan-mig-235z: Test NCCL failure common.cu:1057 'unhandled system error / ' (+1 more error line(s))"),
+        "{t}"
+    );
+
+    // Fewer rows, and a different rank count: MISMATCH.
+    let fewer = a3mega(&dir, "fewer.log", |s| {
+        s.lines()
+            .filter(|l| !l.trim_start().starts_with("1024 "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let out = compare(&fewer, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("# problem: fewer rows: 1 row(s) of the base have no match in new"),
+        "{t}"
+    );
+    assert_eq!(compare(&fewer, &["--allow", "rows"]).status.code(), Some(0));
+    // A different rank count: one device line more in a one-rank run.
+    let one = logs().join("nccl-tests-issue-287-rtx5090-alltoall.log");
+    let two = write(
+        &dir,
+        "two.log",
+        &read("nccl-tests-issue-287-rtx5090-alltoall.log").replace(
+            "RTX 5090\n#\n",
+            "RTX 5090\n#  Rank  1 Group  0 Pid 2181763 on   GENOA-01 device  1 [0x02] NVIDIA GeForce RTX 5090\n#\n",
+        ),
+    );
+    let out = tool(&["compare", &one.to_string_lossy(), &two, "--metric", "algbw"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(t.contains("# problem: ranks: base 1, new 2"), "{t}");
+    let out = tool(&["compare", &one.to_string_lossy(), &two, "--allow", "ranks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn a_run_that_failed_before_its_first_row_keeps_its_failure_everywhere() {
+    let dir = scratch("first-row");
+    let log = write(
+        &dir,
+        "busy.log",
+        &(read("nccl-tests-issue-287-rtx5090-alltoall.log")
+            .lines()
+            .take(10)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\nGENOA-01: Test CUDA failure common.cu:1030 'CUDA-capable device(s) is/are busy or unavailable'\n \
+               .. GENOA-01 pid 2181762: Test failure common.cu:1157\n"),
+    );
+    let out = tool(&["parse", &log]);
+    assert_eq!(out.status.code(), Some(3));
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(json.contains("\"nccl_perf_problems\":[\"no footer: the test stopped after 0 row(s) (it failed)\",\"error: GENOA-01: Test CUDA failure common.cu:1030 'CUDA-capable device(s) is/are busy or unavailable' (+1 more error line(s))\",\"no rows: nothing was measured\"]"), "{json}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 3, "{err}");
+    assert!(err.contains("busy.log:3 alltoall_perf: no rows"), "{err}");
+
+    let out = tool(&["report", "--format", "csv", &log]);
+    assert_eq!(out.status.code(), Some(3));
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    let record = csv.lines().nth(1).unwrap_or_default();
+    assert!(record.starts_with("alltoall_perf,,,,,,"), "{csv}");
+    assert!(record.contains("busy or unavailable"), "{csv}");
+    assert_eq!(
+        record.split(',').count(),
+        csv.lines().next().unwrap_or_default().split(',').count(),
+        "{csv}"
+    );
+
+    let md = text(&tool(&["report", "--format", "markdown", &log]));
+    assert!(md.contains("**Not to be trusted:**"), "{md}");
+    assert!(md.contains("- no rows: nothing was measured"), "{md}");
+}
