@@ -165,10 +165,10 @@ fn own_problems_are_listed_and_records_round_trip() {
 #[test]
 fn agree_passes_a_good_launch_and_stops_a_bad_one() {
     let boot = crate::bootstrap::SingleProcess;
-    let all = agree(&boot, &record(0, "a", &[0]), 1).unwrap();
+    let all = agree(&boot, &record(0, "a", &[0]), &Default::default(), 1).unwrap();
     assert_eq!(all.len(), 1);
     let mut bad = record(0, "a", &[0]);
     bad.problem = Some("no GPU".into());
-    let e = agree(&boot, &bad, 1).unwrap_err();
+    let e = agree(&boot, &bad, &Default::default(), 1).unwrap_err();
     assert!(e.to_string().contains("no GPU"), "{e}");
 }
