@@ -15,17 +15,23 @@ pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
         }
         let groups = bracket_groups(item, list)?;
         // Count first: `n[0-100000]m[0-100000]` must not be built to find it too long.
-        let count = groups
-            .iter()
-            .try_fold(1usize, |n, (_, c)| n.checked_mul(c.len()));
-        if count.is_none_or(|n| n.saturating_add(out.len()) > MAX_HOSTS) {
+        let count = groups.iter().try_fold(1u64, |n, (_, r)| {
+            n.checked_mul(r.iter().fold(0u64, |t, (a, b, _)| {
+                t.saturating_add((b - a).saturating_add(1))
+            }))
+        });
+        if count.is_none_or(|n| n.saturating_add(out.len() as u64) > MAX_HOSTS as u64) {
             return Err(format!(
                 "host list '{}' names more than {MAX_HOSTS} hosts",
                 short(list)
             ));
         }
         let mut names = vec![String::new()];
-        for (prefix, choices) in &groups {
+        for (prefix, ranges) in &groups {
+            let choices: Vec<String> = ranges
+                .iter()
+                .flat_map(|&(a, b, width)| (a..=b).map(move |v| format!("{v:0width$}")))
+                .collect();
             names = names
                 .iter()
                 .flat_map(|n| choices.iter().map(move |c| format!("{n}{prefix}{c}")))
@@ -46,16 +52,21 @@ pub fn first_host(list: &str) -> Result<String, String> {
         .ok_or_else(|| format!("empty host list '{}'", short(list)))?;
     let groups = bracket_groups(item, list)?;
     let mut name = String::new();
-    for (prefix, choices) in &groups {
+    for (prefix, ranges) in &groups {
         name += prefix;
-        name += choices.first().map_or("", String::as_str);
+        if let Some(&(a, _, width)) = ranges.first() {
+            name += &format!("{a:0width$}");
+        }
     }
     Ok(name + item.rfind(']').map_or(item, |c| &item[c + 1..]))
 }
 
-/// The bracket groups of one host-list item: (text before the group, its choices). Checks the
+/// A bracket's ranges: (first, last, zero-padded width), checked but not expanded.
+type Ranges = Vec<(u64, u64, usize)>;
+
+/// The bracket groups of one host-list item: (text before the group, its ranges). Checks the
 /// item's brackets.
-fn bracket_groups<'a>(item: &'a str, list: &str) -> Result<Vec<(&'a str, Vec<String>)>, String> {
+fn bracket_groups<'a>(item: &'a str, list: &str) -> Result<Vec<(&'a str, Ranges)>, String> {
     let mut groups = Vec::new();
     let mut rest = item;
     while let Some(open) = rest.find('[') {
@@ -102,8 +113,8 @@ fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
     Ok(items)
 }
 
-/// `01-03,07` → `01 02 03 07`, keeping the width of the lower bound.
-fn expand_ranges(spec: &str, list: &str) -> Result<Vec<String>, String> {
+/// `01-03,07` → (1, 3, 2), (7, 7, 2): ranges keeping the width of the lower bound.
+fn expand_ranges(spec: &str, list: &str) -> Result<Ranges, String> {
     let bad = || {
         format!(
             "bad range '[{}]' in host list '{}'",
@@ -119,11 +130,10 @@ fn expand_ranges(spec: &str, list: &str) -> Result<Vec<String>, String> {
         }
         let a: u64 = lo.parse().map_err(|_| bad())?;
         let b: u64 = hi.parse().map_err(|_| bad())?;
-        if b < a || b - a >= MAX_HOSTS as u64 || out.len() + ((b - a) as usize) >= MAX_HOSTS {
+        if b < a {
             return Err(bad());
         }
-        let width = lo.len();
-        out.extend((a..=b).map(|v| format!("{v:0width$}")));
+        out.push((a, b, lo.len()));
     }
     Ok(out)
 }
@@ -213,6 +223,7 @@ mod tests {
         let e = expand_hosts(huge).unwrap_err();
         assert!(e.contains("more than 65536 hosts"), "{e}");
         assert!(expand_hosts("n[0-100000]").is_err());
+        assert!(expand_hosts("n[0-18446744073709551615]x[0-2]").is_err());
         assert!(expand_hosts("a[1-40000],b[1-40000]").is_err());
         assert_eq!(expand_hosts("n[1-65536]").unwrap().len(), 65536);
         assert!(t.elapsed() < std::time::Duration::from_secs(5));
