@@ -114,7 +114,7 @@ pub fn difference(
 /// `1048576` → `1M`; sizes that are not a whole number of K, M or G stay in bytes.
 fn size(b: u64) -> String {
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if b != 0 && b % (1u64 << shift) == 0 {
+        if b != 0 && b.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }

@@ -385,7 +385,7 @@ impl TcpBootstrap {
     }
 
     fn take_welcome(&mut self, body: &[u8], me: &Hello) -> Result<()> {
-        let unsigned = body.len().checked_sub(auth::LEN).unwrap_or(0);
+        let unsigned = body.len().saturating_sub(auth::LEN);
         let (fields, mac) = body.split_at(unsigned);
         if !self.key.verify(&[b"welcome", &me.nonce, fields], mac) {
             return Err(Error::Launch(format!(
