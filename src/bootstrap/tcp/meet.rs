@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+/// How long rank 0 stays after a wrong launch to tell the processes still on their way.
+const LINGER: Duration = Duration::from_secs(3);
+
 /// What a process tells rank 0 when it connects (signed with the job key over rank 0's nonce).
 pub(super) struct Hello {
     pub(super) rank: usize,
@@ -231,12 +234,18 @@ impl TcpBootstrap {
                         door.refuse(a.stream, a.from, &why);
                     }
                     Verdict::Stop(why) => {
-                        door.finish();
                         let msg = format!("wrong launch: {why}");
                         let mut peers: Vec<TcpStream> =
                             slots.into_iter().flatten().map(|s| s.stream).collect();
                         peers.push(a.stream);
                         abort_launch(peers.iter_mut(), &msg);
+                        self.linger(
+                            &mut door,
+                            deadline,
+                            &msg,
+                            (self.size - 1).saturating_sub(peers.len()),
+                        );
+                        door.finish();
                         return Err(Error::Launch(msg));
                     }
                 },
@@ -244,6 +253,31 @@ impl TcpBootstrap {
         }
         door.finish();
         self.welcome_all(me, slots.into_iter().flatten().collect())
+    }
+
+    /// Rank 0 after a wrong launch: for a little while, tells the `late` processes that had not
+    /// arrived yet (those whose hello holds the key) why the launch stops, so they exit 6 too
+    /// instead of waiting for their timeout. Others are refused as usual.
+    fn linger(&self, door: &mut Door, deadline: Instant, msg: &str, mut late: usize) {
+        let until = deadline.min(Instant::now() + LINGER);
+        while late > 0 {
+            match door.next(until, &[]) {
+                Next::Hello(a) => {
+                    let signed = a.body.len().checked_sub(auth::LEN).is_some_and(|n| {
+                        let (body, mac) = a.body.split_at(n);
+                        self.key.verify(&[b"hello", &a.nonce, body], mac)
+                    });
+                    if signed {
+                        let mut s = a.stream;
+                        abort_launch(std::iter::once(&mut s), msg);
+                        late -= 1;
+                    } else {
+                        door.refuse(a.stream, a.from, "a hello not signed with this job's key");
+                    }
+                }
+                Next::TimedOut | Next::Left(_) => return,
+            }
+        }
     }
 
     /// Rank 0, once everyone is seated: local and group ranks for each, signed.
