@@ -135,7 +135,10 @@ fn not_a_lone_rank(env: Env) -> Result<()> {
     .filter_map(|v| env(v).map(|x| format!("{v}={}", super::peer_text::clean(&x, 40))))
     .collect();
     Err(Error::Launch(format!(
-        "wrong launch: {var}={rank} says this process is rank {rank}, but the environment gives          no number of processes to meet ({}), so it would run alone as rank 0. Set the launcher's          size variable (SLURM_NTASKS, WORLD_SIZE, ...), or NCCL_PERF_BOOTSTRAP=single to run          one process on purpose",
+        "wrong launch: {var}={rank} says this process is rank {rank}, but the environment gives \
+         no number of processes to meet ({}), so it would run alone as rank 0. Set the \
+         launcher's size variable (SLURM_NTASKS, WORLD_SIZE, ...), or \
+         NCCL_PERF_BOOTSTRAP=single to run one process on purpose",
         set.join(" ")
     )))
 }

@@ -268,7 +268,7 @@ pub fn agree(
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| {
             Error::Launch(
-                "wrong launch: a process sent a description rank 0 cannot read (another                  nccl-perf version?)"
+                "wrong launch: a process sent a description rank 0 cannot read (another nccl-perf version?)"
                     .into(),
             )
         })?;
