@@ -282,3 +282,30 @@ fn mpirun_split_groups_and_split_errors() {
         text(&o.stderr)
     );
 }
+
+/// An MPMD launch under mpirun: ranks 0-1 run all_reduce_perf, rank 2 broadcast_perf with other
+/// sizes. The gathered fingerprints stop it with exit 6, naming rank 2.
+#[cfg(feature = "mpi")]
+#[test]
+fn mpirun_mpmd_with_another_binary_stops_naming_the_rank() {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "mpirun is missing under CI");
+        eprintln!("skipped: mpirun is not installed");
+        return;
+    }
+    let bcast = env!("CARGO_BIN_EXE_broadcast_perf");
+    let o = Command::new("timeout")
+        .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe"])
+        .args(["-np", "2", BIN, "--dry-run", "-b", "1M", "-e", "1M", ":"])
+        .args(["-np", "1", bcast, "--dry-run", "-b", "2M", "-e", "2M"])
+        .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+        .output()
+        .expect("mpirun runs");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(6), "{out}{err}");
+    assert!(
+        err.contains("rank 2 runs broadcast_perf -b 2M; rank 0 runs all_reduce_perf -b 1M"),
+        "{err}"
+    );
+    assert!(!out.contains("consistent"), "{out}");
+}

@@ -7,8 +7,10 @@
 //! present; else the first launcher found in the order OpenMPI, torchrun/Kubernetes, Slurm, PMI;
 //! else a single process.
 
+use super::auth::Secret;
 use super::nodelist;
 use crate::error::{Error, Result};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Reads one environment variable (`None` when unset or not UTF-8).
@@ -16,6 +18,9 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The bootstrap timeout when `NCCL_PERF_BOOTSTRAP_TIMEOUT` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The most processes a launch may have (a world size or rank beyond is a launcher error).
+pub const MAX_WORLD: usize = 65536;
 
 /// How this process will find its peers.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +50,13 @@ pub struct TcpLaunch {
     pub port: u16,
     /// The host of every rank, where the launcher's variables tell (Slurm block distribution).
     pub expected_hosts: Option<Vec<String>>,
-    /// Identifies this job step; rank 0 refuses processes of another job.
+    /// The launcher's identity of this job step (empty when it gives none); part of the job
+    /// key, so rank 0 refuses processes of another job.
     pub job: String,
+    /// The user's secret (`NCCL_PERF_RENDEZVOUS_KEY`, `NCCL_PERF_RENDEZVOUS_KEY_FILE`).
+    pub secret: Secret,
+    /// Where rank 0 listens when not on the rendezvous address (`NCCL_PERF_RENDEZVOUS_BIND`).
+    pub bind: Option<IpAddr>,
     /// How long to wait for the other processes.
     pub timeout: Duration,
 }
@@ -93,9 +103,68 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
     if mpi_built && MPI_MARKERS.iter().any(|m| env(m).is_some()) {
         return Ok(Launch::Mpi);
     }
-    Ok(from_launcher(env, timeout, !mpi_built)?
-        .map(Launch::Tcp)
-        .unwrap_or(Launch::Single))
+    match from_launcher(env, timeout, !mpi_built)? {
+        Some(t) => Ok(Launch::Tcp(t)),
+        None => not_a_lone_rank(env).map(|()| Launch::Single),
+    }
+}
+
+/// Variables that give a process' rank; one above 0 with no world to join is a launch where
+/// each process would run alone as rank 0 (nccl-tests' "N × rank 0").
+const RANK_VARS: &[&str] = &["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"];
+
+/// Refuses a single-process run when a launcher says this process is rank 1 or above.
+fn not_a_lone_rank(env: Env) -> Result<()> {
+    let Some((var, rank)) = RANK_VARS
+        .iter()
+        .find_map(|v| Some((*v, num(env, v).ok()??)).filter(|(_, r)| *r > 0))
+    else {
+        return Ok(());
+    };
+    let set: Vec<String> = [
+        var,
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_NTASKS",
+        "WORLD_SIZE",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+    ]
+    .iter()
+    .filter_map(|v| env(v).map(|x| format!("{v}={}", super::peer_text::clean(&x, 40))))
+    .collect();
+    Err(Error::Launch(format!(
+        "wrong launch: {var}={rank} says this process is rank {rank}, but the environment gives \
+         no number of processes to meet ({}), so it would run alone as rank 0. Set the \
+         launcher's size variable (SLURM_NTASKS, WORLD_SIZE, ...), or \
+         NCCL_PERF_BOOTSTRAP=single to run one process on purpose",
+        set.join(" ")
+    )))
+}
+
+/// `NCCL_PERF_RENDEZVOUS_BIND`: the address rank 0 listens on, when not the rendezvous one.
+fn bind_address(env: Env) -> Result<Option<IpAddr>> {
+    match env("NCCL_PERF_RENDEZVOUS_BIND").filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| {
+            Error::Usage(format!(
+                "NCCL_PERF_RENDEZVOUS_BIND='{v}' is not an IP address (e.g. 0.0.0.0 or 10.0.0.5)"
+            ))
+        }),
+    }
+}
+
+/// `launcher:id1.id2`, or empty when the launcher gives no id.
+fn identity(launcher: &str, ids: &[Option<String>]) -> String {
+    let ids: Vec<&str> = ids
+        .iter()
+        .map(|i| i.as_deref().unwrap_or("").trim())
+        .collect();
+    if ids.iter().all(|i| i.is_empty()) {
+        return String::new();
+    }
+    format!("{launcher}:{}", ids.join("."))
 }
 
 /// The number of processes an MPI-style launcher says it started, and its variable, if any.
@@ -190,10 +259,18 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             port,
             expected_hosts: None,
             job,
+            secret: Secret::default(),
+            bind: None,
             timeout,
         }
     };
-    let found = |t: TcpLaunch| -> Result<Option<TcpLaunch>> {
+    let found = |mut t: TcpLaunch| -> Result<Option<TcpLaunch>> {
+        if t.size > MAX_WORLD {
+            return Err(Error::Launch(format!(
+                "{}: {} processes is more than the {MAX_WORLD} this rendezvous supports",
+                t.launcher, t.size
+            )));
+        }
         if t.rank >= t.size {
             return Err(Error::Launch(format!(
                 "{}: rank {} is not below the number of processes {}",
@@ -203,6 +280,14 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         if t.size > 1 && t.host.is_empty() {
             return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
         }
+        if t.size > 1 {
+            t.secret = Secret::from_env(
+                env("NCCL_PERF_RENDEZVOUS_KEY").as_deref(),
+                env("NCCL_PERF_RENDEZVOUS_KEY_FILE").as_deref(),
+            )
+            .map_err(Error::Usage)?;
+            t.bind = bind_address(env)?;
+        }
         Ok(Some(t))
     };
 
@@ -211,10 +296,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         num(env, "OMPI_COMM_WORLD_SIZE")?,
     ) {
         let local = num(env, "OMPI_COMM_WORLD_LOCAL_RANK")?;
-        let job = format!(
-            "ompi:{}",
-            env("OMPI_MCA_ess_base_jobid").unwrap_or_default()
-        );
+        let job = identity("ompi", &[env("OMPI_MCA_ess_base_jobid")]);
         return found(launch("mpirun (OpenMPI)", rank, size, local, explicit, job));
     }
     let torch_rank = num(env, "RANK")?;
@@ -241,15 +323,16 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             }
             (None, None) => None,
         };
-        let job = format!("torch:{}", env("TORCHELASTIC_RUN_ID").unwrap_or_default());
+        let job = identity("torch", &[env("TORCHELASTIC_RUN_ID")]);
         let local = num(env, "LOCAL_RANK")?;
         return found(launch(launcher, rank, size, local, addr, job));
     }
-    // A real job step (srun) sets SLURM_STEP_NUM_TASKS. With a job id but no step, this is the
-    // batch script itself (one process, whatever SLURM_NTASKS says the job may run).
+    // A real job step (srun) sets SLURM_STEP_NUM_TASKS, or at least SLURM_STEP_ID (then
+    // SLURM_NTASKS counts). With a job id but no step, this is the batch script itself (one
+    // process, whatever SLURM_NTASKS says the job may run).
     let slurm_size = match num(env, "SLURM_STEP_NUM_TASKS")? {
         Some(n) => Some(n),
-        None if env("SLURM_JOB_ID").is_some() => None,
+        None if env("SLURM_JOB_ID").is_some() && env("SLURM_STEP_ID").is_none() => None,
         None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
     };
     if let (Some(rank), Some(size)) = (num(env, "SLURM_PROCID")?, slurm_size) {
@@ -280,13 +363,13 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             size,
             num(env, "SLURM_LOCALID")?,
             addr,
-            format!("slurm:{job_id}.{step_id}"),
+            identity("slurm", &[env("SLURM_JOB_ID"), env("SLURM_STEP_ID")]),
         );
         t.expected_hosts = nodes.and_then(|list| slurm_hosts(env, &list, size));
         return found(t);
     }
     if let (Some(rank), Some(size)) = (num(env, "PMI_RANK")?, num(env, "PMI_SIZE")?) {
-        let t = launch("PMI (mpiexec)", rank, size, None, explicit, "pmi".into());
+        let t = launch("PMI (mpiexec)", rank, size, None, explicit, String::new());
         return found(t);
     }
     if let Some(rank) = num(env, "PMIX_RANK")?.filter(|r| *r > 0) {
@@ -338,9 +421,17 @@ fn slurm_hosts(env: Env, list: &str, size: usize) -> Option<Vec<String>> {
         return None;
     }
     let counts = env("SLURM_STEP_TASKS_PER_NODE").or_else(|| env("SLURM_TASKS_PER_NODE"))?;
+    if size > MAX_WORLD {
+        return None;
+    }
     let hosts = nodelist::expand_hosts(list).ok()?;
     let counts = nodelist::expand_counts(&counts).ok()?;
-    nodelist::block_hosts(&hosts, &counts).filter(|h| h.len() == size)
+    // Expand only a distribution of exactly `size` tasks (a junk count must not allocate).
+    let total = counts.iter().try_fold(0usize, |a, &n| a.checked_add(n))?;
+    if total != size {
+        return None;
+    }
+    nodelist::block_hosts(&hosts, &counts)
 }
 
 #[cfg(test)]

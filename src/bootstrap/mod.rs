@@ -3,11 +3,14 @@
 //! feature `mpi`) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
 //! [`launch`] decides which, from the environment.
 
+pub mod auth;
+pub mod fingerprint;
 pub mod launch;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod nodelist;
+pub mod peer_text;
 pub mod split;
 pub mod tcp;
 
@@ -100,8 +103,9 @@ pub trait Bootstrap: Sync {
 }
 
 /// Sets up the bootstrap this process was launched for (see [`launch::detect`] for the
-/// precedence), reading the process environment. Call after the options are parsed.
-pub fn connect() -> Result<Box<dyn Bootstrap>> {
+/// precedence), reading the process environment. Call after the options are parsed; `run` is
+/// what this process runs, which every process must share.
+pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
     let env = |k: &str| std::env::var(k).ok();
     match launch::detect(&env, cfg!(feature = "mpi"))? {
         Launch::Single => Ok(Box::new(SingleProcess)),
@@ -111,7 +115,7 @@ pub fn connect() -> Result<Box<dyn Bootstrap>> {
         Launch::Mpi => Err(Error::Launch("this binary was built without MPI".into())),
         Launch::Tcp(t) => {
             let color = split_color(&env, t.rank)?;
-            Ok(Box::new(tcp::TcpBootstrap::connect(&t, color)?))
+            Ok(Box::new(tcp::TcpBootstrap::connect(&t, color, run)?))
         }
     }
 }

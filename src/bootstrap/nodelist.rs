@@ -1,43 +1,91 @@
 //! Slurm's compressed host lists (`node[01-04,07],gpu-a[1-2]-b[3,5],login`) and task counts
 //! (`2(x3),1`), expanded to one entry per host or per node.
 
+/// The most host names a list may expand to (more than any launch this tool supports).
+pub const MAX_HOSTS: usize = 65536;
+
 /// Expands a Slurm host list to host names in order. Ranges keep their zero padding
-/// (`n[08-10]` → `n08 n09 n10`); several bracket groups in one name multiply out.
+/// (`n[08-10]` → `n08 n09 n10`); several bracket groups in one name multiply out. A list of more
+/// than [`MAX_HOSTS`] names is an error (and is never expanded).
 pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for item in split_top_level(list)? {
         if item.is_empty() {
             continue;
         }
+        let groups = bracket_groups(item, list)?;
+        // Count first: `n[0-100000]m[0-100000]` must not be built to find it too long.
+        let count = groups.iter().try_fold(1u64, |n, (_, r)| {
+            n.checked_mul(r.iter().fold(0u64, |t, (a, b, _)| {
+                t.saturating_add((b - a).saturating_add(1))
+            }))
+        });
+        if count.is_none_or(|n| n.saturating_add(out.len() as u64) > MAX_HOSTS as u64) {
+            return Err(format!(
+                "host list '{}' names more than {MAX_HOSTS} hosts",
+                short(list)
+            ));
+        }
         let mut names = vec![String::new()];
-        let mut rest = item;
-        while let Some(open) = rest.find('[') {
-            let close = rest[open..]
-                .find(']')
-                .map(|c| open + c)
-                .ok_or_else(|| format!("unbalanced '[' in host list '{list}'"))?;
-            let prefix = &rest[..open];
-            let choices = expand_ranges(&rest[open + 1..close], list)?;
+        for (prefix, ranges) in &groups {
+            let choices: Vec<String> = ranges
+                .iter()
+                .flat_map(|&(a, b, width)| (a..=b).map(move |v| format!("{v:0width$}")))
+                .collect();
             names = names
                 .iter()
                 .flat_map(|n| choices.iter().map(move |c| format!("{n}{prefix}{c}")))
                 .collect();
-            rest = &rest[close + 1..];
         }
-        if rest.contains(']') {
-            return Err(format!("unbalanced ']' in host list '{list}'"));
-        }
-        out.extend(names.into_iter().map(|n| n + rest));
+        let tail = item.rfind(']').map_or(item, |c| &item[c + 1..]);
+        out.extend(names.into_iter().map(|n| n + tail));
     }
     Ok(out)
 }
 
 /// The first host of a Slurm host list, without expanding the rest.
 pub fn first_host(list: &str) -> Result<String, String> {
-    expand_hosts(list)?
+    let items = split_top_level(list)?;
+    let item = items
         .into_iter()
-        .next()
-        .ok_or_else(|| format!("empty host list '{list}'"))
+        .find(|i| !i.is_empty())
+        .ok_or_else(|| format!("empty host list '{}'", short(list)))?;
+    let groups = bracket_groups(item, list)?;
+    let mut name = String::new();
+    for (prefix, ranges) in &groups {
+        name += prefix;
+        if let Some(&(a, _, width)) = ranges.first() {
+            name += &format!("{a:0width$}");
+        }
+    }
+    Ok(name + item.rfind(']').map_or(item, |c| &item[c + 1..]))
+}
+
+/// A bracket's ranges: (first, last, zero-padded width), checked but not expanded.
+type Ranges = Vec<(u64, u64, usize)>;
+
+/// The bracket groups of one host-list item: (text before the group, its ranges). Checks the
+/// item's brackets.
+fn bracket_groups<'a>(item: &'a str, list: &str) -> Result<Vec<(&'a str, Ranges)>, String> {
+    let mut groups = Vec::new();
+    let mut rest = item;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| format!("unbalanced '[' in host list '{}'", short(list)))?;
+        groups.push((&rest[..open], expand_ranges(&rest[open + 1..close], list)?));
+        rest = &rest[close + 1..];
+    }
+    if rest.contains(']') {
+        return Err(format!("unbalanced ']' in host list '{}'", short(list)));
+    }
+    Ok(groups)
+}
+
+/// A host list cut for messages (it comes from the environment and may be huge).
+fn short(list: &str) -> String {
+    super::peer_text::clean(list, 80)
 }
 
 /// Splits on commas that are not inside brackets.
@@ -65,9 +113,15 @@ fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
     Ok(items)
 }
 
-/// `01-03,07` → `01 02 03 07`, keeping the width of the lower bound.
-fn expand_ranges(spec: &str, list: &str) -> Result<Vec<String>, String> {
-    let bad = || format!("bad range '[{spec}]' in host list '{list}'");
+/// `01-03,07` → (1, 3, 2), (7, 7, 2): ranges keeping the width of the lower bound.
+fn expand_ranges(spec: &str, list: &str) -> Result<Ranges, String> {
+    let bad = || {
+        format!(
+            "bad range '[{}]' in host list '{}'",
+            short(spec),
+            short(list)
+        )
+    };
     let mut out = Vec::new();
     for part in spec.split(',') {
         let (lo, hi) = part.split_once('-').unwrap_or((part, part));
@@ -76,11 +130,10 @@ fn expand_ranges(spec: &str, list: &str) -> Result<Vec<String>, String> {
         }
         let a: u64 = lo.parse().map_err(|_| bad())?;
         let b: u64 = hi.parse().map_err(|_| bad())?;
-        if b < a || b - a > 100_000 {
+        if b < a {
             return Err(bad());
         }
-        let width = lo.len();
-        out.extend((a..=b).map(|v| format!("{v:0width$}")));
+        out.push((a, b, lo.len()));
     }
     Ok(out)
 }
@@ -159,6 +212,21 @@ mod tests {
             assert!(expand_hosts(bad).is_err(), "{bad}");
         }
         assert!(first_host("").is_err());
+    }
+
+    #[test]
+    fn huge_lists_are_refused_and_the_first_host_needs_no_expansion() {
+        let t = std::time::Instant::now();
+        let huge = "n[0-60000]m[0-60000]";
+        assert_eq!(first_host(huge).unwrap(), "n0m0");
+        assert_eq!(first_host(",,a[07-09]b,c").unwrap(), "a07b");
+        let e = expand_hosts(huge).unwrap_err();
+        assert!(e.contains("more than 65536 hosts"), "{e}");
+        assert!(expand_hosts("n[0-100000]").is_err());
+        assert!(expand_hosts("n[0-18446744073709551615]x[0-2]").is_err());
+        assert!(expand_hosts("a[1-40000],b[1-40000]").is_err());
+        assert_eq!(expand_hosts("n[1-65536]").unwrap().len(), 65536);
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

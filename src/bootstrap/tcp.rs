@@ -3,14 +3,18 @@
 //! other rank connects with bounded retries and says hello; rank 0 answers each with its local
 //! and group ranks. Collectives go through rank 0 (star): each rank sends its part, rank 0
 //! combines and answers. Every wait is bounded by the bootstrap timeout: a rank that never
-//! arrives or leaves makes rank 0 stop everyone with a message naming it. Meeting is in
-//! `meet.rs`, the wire format in `wire.rs`.
+//! arrives or leaves makes rank 0 stop everyone with a message naming it. Only processes that
+//! prove the job key (`auth.rs`) take a rank. Meeting is in `meet.rs`, rank 0's door (many
+//! connections at once, bounded) in `door.rs`, the wire format in `wire.rs`.
 
+mod door;
 mod meet;
 mod wire;
 
+use super::auth::JobKey;
+use super::fingerprint::Fingerprint;
 use super::launch::TcpLaunch;
-use super::{Bootstrap, Group, Reduce, local};
+use super::{Bootstrap, Group, Reduce, local, peer_text};
 use crate::error::{Error, Result};
 use meet::Hello;
 use std::net::TcpStream;
@@ -35,6 +39,11 @@ pub struct TcpBootstrap {
     group: Group,
     address: String,
     timeout: Duration,
+    /// The job key every hello and welcome is signed with.
+    key: JobKey,
+    /// The key proves the job (a secret or a launcher job id): a misfit that holds it is a
+    /// wrong launch, not a stranger.
+    strong: bool,
     link: Mutex<Link>,
 }
 
@@ -59,8 +68,9 @@ fn failure(msg: String, timed_out: bool) -> Error {
 }
 
 impl TcpBootstrap {
-    /// Meets the other processes of `launch`; `color` is this process' split colour.
-    pub fn connect(launch: &TcpLaunch, color: i64) -> Result<TcpBootstrap> {
+    /// Meets the other processes of `launch`; `color` is this process' split colour and `run`
+    /// what it runs (every process must run the same).
+    pub fn connect(launch: &TcpLaunch, color: i64, run: &Fingerprint) -> Result<TcpBootstrap> {
         let me = Hello {
             rank: launch.rank,
             size: launch.size,
@@ -68,8 +78,9 @@ impl TcpBootstrap {
             color,
             hash: local::this_host_hash(),
             pid: std::process::id(),
-            job: launch.job.clone(),
             host: crate::host::short_hostname(),
+            run: run.clone(),
+            nonce: super::auth::nonce(),
         };
         let mut b = TcpBootstrap {
             launcher: launch.launcher,
@@ -84,6 +95,8 @@ impl TcpBootstrap {
             },
             address: format_address(&launch.host, launch.port),
             timeout: launch.timeout,
+            key: JobKey::derive(&launch.job, &launch.secret),
+            strong: launch.secret.is_set() || !launch.job.is_empty(),
             link: Mutex::new(Link::Alone),
         };
         if launch.size <= 1 {
@@ -102,12 +115,7 @@ impl TcpBootstrap {
     /// Reads rank 0's answer (welcome or reply), turning an abort into an error.
     fn answer(&self, stream: &mut TcpStream, what: &str) -> Result<Vec<u8>> {
         match wire::recv(stream, Instant::now() + self.timeout + GRACE) {
-            Ok((wire::ABORT, body)) => {
-                let mut d = Decoder(&body);
-                let timed_out = d.u32().unwrap_or(0) != 0;
-                let why = d.str().unwrap_or_default();
-                Err(failure(format!("rank 0 stopped the run: {why}"), timed_out))
-            }
+            Ok((wire::ABORT, body)) => Err(self.aborted(&body)),
             Ok((_, body)) => Ok(body),
             Err(RecvError::Closed) => Err(failure(
                 format!(
@@ -128,6 +136,19 @@ impl TcpBootstrap {
                 format!("rank 0 at {}: {e} during the {what}", self.address),
                 false,
             )),
+        }
+    }
+
+    /// The error for rank 0's abort message `body` (its text cleaned: rank 0 could be an
+    /// impostor until its welcome is checked).
+    fn aborted(&self, body: &[u8]) -> Error {
+        let mut d = Decoder(body);
+        let kind = d.u32().unwrap_or(wire::abort::FAILED);
+        let why = peer_text::clean(&d.str().unwrap_or_default(), 2000);
+        let msg = format!("rank 0 stopped the run: {why}");
+        match kind {
+            wire::abort::LAUNCH => Error::Launch(msg),
+            k => failure(msg, k == wire::abort::TIMED_OUT),
         }
     }
 
@@ -407,7 +428,21 @@ fn root_check(peers: &mut [Peer]) -> Result<()> {
 
 /// Tells every reachable peer why the run stops (best effort); `timed_out` sets their exit code.
 fn abort_all<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, timed_out: bool) {
-    let body = Encoder::default().u32(u32::from(timed_out)).str(why).0;
+    let kind = if timed_out {
+        wire::abort::TIMED_OUT
+    } else {
+        wire::abort::FAILED
+    };
+    abort_with(peers, why, kind);
+}
+
+/// Tells every reachable peer that the launch is wrong (they exit 6 too).
+fn abort_launch<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str) {
+    abort_with(peers, why, wire::abort::LAUNCH);
+}
+
+fn abort_with<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, kind: u32) {
+    let body = Encoder::default().u32(kind).str(why).0;
     for s in peers {
         let _ = wire::send(s, wire::ABORT, &body, Duration::from_secs(1));
     }

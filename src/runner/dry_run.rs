@@ -46,7 +46,8 @@ pub fn run(
         },
         problem: placed.as_ref().err().map(|e| e.to_string()),
     };
-    let verdict = placement::agree(boot, &me, per_process);
+    let run = bootstrap::fingerprint::Fingerprint::of_run(program, opts);
+    let verdict = placement::agree(boot, &me, &run, per_process);
     placed?;
     let records = verdict?;
     let nranks = boot.group().size * per_process as usize;

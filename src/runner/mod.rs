@@ -130,7 +130,7 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 /// fails after that lets the bootstrap end the job (MPI aborts it; TCP tells the others).
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
     fault::init(program)?;
-    let boot = bootstrap::connect()?;
+    let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
     let result = start(opts, coll, program, &*boot, args);
     match &result {
         Ok(_) => boot.finalize()?,
@@ -341,7 +341,8 @@ fn run_with(
     let devices = placement::place(boot.local_rank(), per_process, Some(visible), forced)
         .and_then(|p| setup::discover(p.base, per_process));
     let me = describe_process(boot, per_process, Some(visible), &devices);
-    let verdict = placement::agree(boot, &me, per_process);
+    let run = bootstrap::fingerprint::Fingerprint::of_run(&out.info().program, opts);
+    let verdict = placement::agree(boot, &me, &run, per_process);
     let devices = devices?;
     let records = verdict?;
     let infos: Vec<report::DeviceInfo> = records

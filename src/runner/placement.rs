@@ -5,7 +5,8 @@
 //! rank 0 gathers them, prints the device lines from them and checks the whole launch, and
 //! every process learns the verdict before any communicator exists.
 
-use crate::bootstrap::{Bootstrap, Reduce};
+use crate::bootstrap::fingerprint::{self, Fingerprint};
+use crate::bootstrap::{Bootstrap, Reduce, peer_text};
 use crate::error::{Error, Result};
 use crate::report::DeviceInfo;
 use serde::{Deserialize, Serialize};
@@ -236,26 +237,49 @@ pub fn problems(records: &[ProcessRecord], per_process: i64) -> Vec<String> {
     out
 }
 
+/// What each process sends rank 0: its record and what it runs.
+#[derive(Serialize, Deserialize)]
+struct Gathered {
+    record: ProcessRecord,
+    run: Fingerprint,
+}
+
 /// Gathers every record at rank 0, which checks the launch; every process then learns whether
 /// anyone found a problem. Rank 0 gets all records; the others an empty list. Errors: rank 0
-/// describes every problem; the others say that rank 0 stopped the run.
+/// describes every problem; the others say that rank 0 stopped the run. A process that runs
+/// another program, version or options than rank 0 (`run`) is the one problem named: nothing
+/// else about such a launch is worth reading.
 pub fn agree(
     boot: &dyn Bootstrap,
     mine: &ProcessRecord,
+    run: &Fingerprint,
     per_process: i64,
 ) -> Result<Vec<ProcessRecord>> {
-    let text = serde_json::to_string(mine).map_err(|e| Error::Internal(e.to_string()))?;
+    let text = serde_json::to_string(&Gathered {
+        record: mine.clone(),
+        run: run.clone(),
+    })
+    .map_err(|e| Error::Internal(e.to_string()))?;
     let gathered = boot.gather(text)?;
     let root = boot.world_rank() == 0;
-    let records: Vec<ProcessRecord> = gathered
+    let parsed: Vec<Gathered> = gathered
         .iter()
         .map(|t| serde_json::from_str(t))
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| Error::Internal(format!("a process sent an unreadable description: {e}")))?;
-    let found = if root {
-        problems(&records, per_process)
-    } else {
-        Vec::new()
+        .map_err(|_| {
+            Error::Launch(
+                "wrong launch: a process sent a description rank 0 cannot read (another nccl-perf version?)"
+                    .into(),
+            )
+        })?;
+    let mismatch = parsed.iter().enumerate().skip(1).find_map(|(i, g)| {
+        fingerprint::difference(0, run, i, &Fingerprint::from_peer(g.run.0.clone()))
+    });
+    let records: Vec<ProcessRecord> = parsed.into_iter().map(|g| clean(g.record)).collect();
+    let found = match (&mismatch, root) {
+        (Some(m), _) => vec![m.clone()],
+        (None, true) => problems(&records, per_process),
+        (None, false) => Vec::new(),
     };
     let bad = if root {
         !found.is_empty()
@@ -274,6 +298,9 @@ pub fn agree(
             "stopping: rank 0 found a problem with this launch (see its error output)".into(),
         ));
     }
+    if let Some(m) = mismatch {
+        return Err(Error::Launch(format!("wrong launch: {m}")));
+    }
     let summary = format!(
         "wrong launch, {} problem(s) across the {} processes:\n  {}",
         found.len(),
@@ -285,6 +312,17 @@ pub fn agree(
         eprintln!("{}: {summary}", mine.host);
     }
     Err(Error::Launch(summary))
+}
+
+/// A record from another process, safe to print: its texts cleaned of control characters.
+fn clean(mut r: ProcessRecord) -> ProcessRecord {
+    r.host = peer_text::host(&r.host);
+    r.problem = r.problem.map(|p| peer_text::clean(&p, 1000));
+    for g in &mut r.gpus {
+        g.name = peer_text::clean(&g.name, 128);
+        g.identity = g.identity.take().map(|i| peer_text::clean(&i, 128));
+    }
+    r
 }
 
 #[cfg(test)]

@@ -267,3 +267,79 @@ fn launcher_size_reads_the_mpi_launchers_count() {
     let env = |k: &str| map.get(k).map(|v| v.to_string());
     assert_eq!(launcher_size(&env), Some(("PMI_SIZE", 4)));
 }
+
+#[test]
+fn a_launcher_rank_above_0_never_runs_alone() {
+    // A step without SLURM_STEP_NUM_TASKS: SLURM_NTASKS counts.
+    let t = tcp(&[
+        ("SLURM_PROCID", "3"),
+        ("SLURM_JOB_ID", "77"),
+        ("SLURM_STEP_ID", "0"),
+        ("SLURM_NTASKS", "4"),
+        ("SLURM_NODELIST", "n[1-2]"),
+    ]);
+    assert_eq!((t.rank, t.size, t.job.as_str()), (3, 4, "slurm:77.0"));
+    // No size at all: stop, naming the variables.
+    let m = launch_error(
+        &[
+            ("SLURM_PROCID", "3"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "0"),
+        ],
+        false,
+    );
+    assert!(
+        m.contains("SLURM_PROCID=3") && m.contains("SLURM_JOB_ID=77"),
+        "{m}"
+    );
+    let m = launch_error(&[("RANK", "2")], false);
+    assert!(
+        m.contains("RANK=2") && m.contains("NCCL_PERF_BOOTSTRAP=single"),
+        "{m}"
+    );
+    assert_eq!(
+        detect_with(&[("RANK", "2"), ("NCCL_PERF_BOOTSTRAP", "single")], false).unwrap(),
+        Launch::Single
+    );
+    // Rank 0 of a batch script stays one process.
+    assert_eq!(
+        detect_with(&[("SLURM_PROCID", "0"), ("SLURM_JOB_ID", "7")], false).unwrap(),
+        Launch::Single
+    );
+}
+
+#[test]
+fn world_sizes_are_bounded_and_job_ids_kept() {
+    for size in ["18446744073709551615", "100000000", "65537"] {
+        let m = launch_error(
+            &[("RANK", "0"), ("WORLD_SIZE", size), ("MASTER_ADDR", "h")],
+            false,
+        );
+        assert!(m.contains("more than the 65536"), "{m}");
+    }
+    let t = tcp(&[("RANK", "1"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "h")]);
+    assert_eq!(t.job, "", "torchrun without a run id gives no job identity");
+    let t = tcp(&[
+        ("RANK", "1"),
+        ("WORLD_SIZE", "2"),
+        ("MASTER_ADDR", "h"),
+        ("TORCHELASTIC_RUN_ID", "abc"),
+        ("NCCL_PERF_RENDEZVOUS_KEY", "k"),
+        ("NCCL_PERF_RENDEZVOUS_BIND", "0.0.0.0"),
+    ]);
+    assert_eq!(t.job, "torch:abc");
+    assert!(t.secret.is_set());
+    assert_eq!(t.bind, Some("0.0.0.0".parse().unwrap()));
+    assert!(
+        detect_with(
+            &[
+                ("RANK", "1"),
+                ("WORLD_SIZE", "2"),
+                ("MASTER_ADDR", "h"),
+                ("NCCL_PERF_RENDEZVOUS_BIND", "eth0"),
+            ],
+            false
+        )
+        .is_err()
+    );
+}

@@ -1,7 +1,12 @@
 //! The rendezvous between threads of this test process, over loopback.
 
 use super::*;
+use crate::bootstrap::fingerprint::Fingerprint;
 use std::net::TcpListener;
+
+fn run() -> Fingerprint {
+    Fingerprint(vec!["test_perf".into(), "1".into(), "-b 1M".into()])
+}
 
 fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -18,6 +23,8 @@ fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
         port,
         expected_hosts: None,
         job: "test-job".into(),
+        secret: Default::default(),
+        bind: None,
         timeout: Duration::from_millis(timeout_ms),
     }
 }
@@ -38,7 +45,8 @@ fn run_ranks<T: Send>(
             .map(|&r| {
                 let color = colors.get(r).copied().unwrap_or(0);
                 s.spawn(move || {
-                    let b = TcpBootstrap::connect(&launch(r, size, port, timeout_ms), color)?;
+                    let b =
+                        TcpBootstrap::connect(&launch(r, size, port, timeout_ms), color, &run())?;
                     f(&b)
                 })
             })
@@ -209,7 +217,7 @@ fn rank_0_tells_the_others_why_it_failed() {
 
 #[test]
 fn one_process_needs_no_network() {
-    let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0).unwrap();
+    let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0, &run()).unwrap();
     b.barrier().unwrap();
     assert_eq!(b.allreduce(3.0, Reduce::Sum).unwrap(), 3.0);
     assert_eq!(b.gather("x".into()).unwrap(), ["x"]);
@@ -221,19 +229,23 @@ fn strays_and_duplicates() {
     // A process of another job is refused; the run goes on.
     let port = free_port();
     let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let root = s.spawn(|| TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0)?.barrier());
+        let root =
+            s.spawn(|| TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &run())?.barrier());
         let stray = s.spawn(|| {
             let mut l = launch(1, 2, port, 10_000);
             l.job = "other-job".into();
-            TcpBootstrap::connect(&l, 0).map(|_| ())
+            TcpBootstrap::connect(&l, 0, &run()).map(|_| ())
         });
         let stray = stray.join().unwrap();
-        let msg = stray.unwrap_err().to_string();
+        let err = stray.unwrap_err();
+        let msg = err.to_string();
         assert!(
-            msg.contains("refused") && msg.contains("other-job"),
+            msg.contains("refused") && msg.contains("not signed with this job's key"),
             "{msg}"
         );
-        let good = s.spawn(|| TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0)?.barrier());
+        assert_eq!(err.exit_code(), 6);
+        let good =
+            s.spawn(|| TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &run())?.barrier());
         vec![root.join().unwrap(), good.join().unwrap()]
     });
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");

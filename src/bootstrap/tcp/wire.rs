@@ -5,8 +5,8 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// First word of a hello: the protocol name and version.
-pub const MAGIC: u32 = 0x4e43_5031;
+/// First word of a hello: the protocol name and version (2: authenticated hellos).
+pub const MAGIC: u32 = 0x4e43_5032;
 
 /// A process introduces itself to rank 0.
 pub const HELLO: u8 = 1;
@@ -24,6 +24,18 @@ pub const GATHER: u8 = 6;
 pub const ABORT: u8 = 7;
 /// Rank 0's answer to a collective.
 pub const REPLY: u8 = 8;
+/// Rank 0's first words to every connection: a fresh nonce the hello must sign.
+pub const CHALLENGE: u8 = 9;
+
+/// What an abort means for the process that receives it (its exit code).
+pub mod abort {
+    /// A failure elsewhere in the run.
+    pub const FAILED: u32 = 0;
+    /// A bootstrap wait timed out.
+    pub const TIMED_OUT: u32 = 1;
+    /// A wrong launch (exit 6): options that differ, a duplicate rank, a refused hello.
+    pub const LAUNCH: u32 = 2;
+}
 
 /// The largest message accepted (a gathered text block).
 const MAX_MESSAGE: usize = 64 << 20;
@@ -39,6 +51,7 @@ pub fn tag_name(tag: u8) -> &'static str {
         GATHER => "gather",
         ABORT => "abort",
         REPLY => "reply",
+        CHALLENGE => "challenge",
         _ => "unknown message",
     }
 }
@@ -54,24 +67,39 @@ pub enum RecvError {
     Other(String),
 }
 
-/// Sends one message, giving up after `timeout` if the peer does not read.
-pub fn send(s: &mut TcpStream, tag: u8, body: &[u8], timeout: Duration) -> io::Result<()> {
+/// One message as it goes on the wire.
+pub fn frame(tag: u8, body: &[u8]) -> io::Result<Vec<u8>> {
     let len = u32::try_from(body.len() + 1)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "message too large"))?;
     let mut frame = Vec::with_capacity(body.len() + 5);
     frame.extend_from_slice(&len.to_le_bytes());
     frame.push(tag);
     frame.extend_from_slice(body);
+    Ok(frame)
+}
+
+/// Sends one message, giving up after `timeout` if the peer does not read.
+pub fn send(s: &mut TcpStream, tag: u8, body: &[u8], timeout: Duration) -> io::Result<()> {
+    let frame = frame(tag, body)?;
     s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
     s.write_all(&frame)
 }
 
 /// Receives one message before `deadline`.
 pub fn recv(s: &mut TcpStream, deadline: Instant) -> Result<(u8, Vec<u8>), RecvError> {
+    recv_limited(s, deadline, MAX_MESSAGE)
+}
+
+/// Receives one message of at most `max` bytes before `deadline`.
+pub fn recv_limited(
+    s: &mut TcpStream,
+    deadline: Instant,
+    max: usize,
+) -> Result<(u8, Vec<u8>), RecvError> {
     let mut head = [0u8; 4];
     read_exact(s, &mut head, deadline)?;
     let len = u32::from_le_bytes(head) as usize;
-    if len == 0 || len > MAX_MESSAGE {
+    if len == 0 || len > max {
         return Err(RecvError::Other(format!("bad message length {len}")));
     }
     let mut buf = vec![0u8; len];
@@ -194,7 +222,8 @@ impl Encoder {
 pub struct Decoder<'a>(pub &'a [u8]);
 
 impl Decoder<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    /// Reads `n` raw bytes.
+    pub fn take(&mut self, n: usize) -> Result<&[u8], String> {
         if self.0.len() < n {
             return Err("truncated message".into());
         }

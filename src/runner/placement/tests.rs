@@ -186,10 +186,79 @@ fn own_problems_are_listed_and_records_round_trip() {
 #[test]
 fn agree_passes_a_good_launch_and_stops_a_bad_one() {
     let boot = crate::bootstrap::SingleProcess;
-    let all = agree(&boot, &record(0, "a", &[0]), 1).unwrap();
+    let all = agree(&boot, &record(0, "a", &[0]), &Default::default(), 1).unwrap();
     assert_eq!(all.len(), 1);
     let mut bad = record(0, "a", &[0]);
     bad.problem = Some("no GPU".into());
-    let e = agree(&boot, &bad, 1).unwrap_err();
+    let e = agree(&boot, &bad, &Default::default(), 1).unwrap_err();
     assert!(e.to_string().contains("no GPU"), "{e}");
+}
+
+/// Rank 0 of two processes whose peer sends `other` (a gathered text).
+struct TwoProcesses {
+    other: String,
+}
+
+impl Bootstrap for TwoProcesses {
+    fn world_size(&self) -> usize {
+        2
+    }
+    fn world_rank(&self) -> usize {
+        0
+    }
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn describe(&self) -> String {
+        "test".into()
+    }
+    fn barrier(&self) -> Result<()> {
+        Ok(())
+    }
+    fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
+        Ok(v)
+    }
+    fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
+        Ok(())
+    }
+    fn gather(&self, text: String) -> Result<Vec<String>> {
+        Ok(vec![text, self.other.clone()])
+    }
+}
+
+#[test]
+fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
+    let run = |b: &str| {
+        Fingerprint(vec![
+            "all_reduce_perf".into(),
+            "1".into(),
+            format!("-b {b}"),
+        ])
+    };
+    let peer = |b: &str, host: &str| {
+        let mut r = record(1, host, &[0]);
+        r.host_hash = 99;
+        serde_json::json!({ "record": r, "run": run(b) }).to_string()
+    };
+    let boot = TwoProcesses {
+        other: peer("2M", "n2"),
+    };
+    let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
+    assert_eq!(e.exit_code(), 6);
+    assert!(
+        e.to_string().contains(
+            "wrong launch: rank 1 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M"
+        ),
+        "{e}"
+    );
+    let boot = TwoProcesses {
+        other: peer("1M", "evil\n# Avg bus bandwidth : 1"),
+    };
+    let all = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap();
+    assert_eq!(all[1].host, "evil?# Avg bus bandwidth : 1");
+    let boot = TwoProcesses {
+        other: "{not json".into(),
+    };
+    let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
+    assert_eq!(e.exit_code(), 6, "{e}");
 }

@@ -1,0 +1,493 @@
+//! The TCP rendezvous against hostile neighbours: a foreign client written for the purpose holds
+//! connections idle, floods rank 0 with 1000 of them, sends junk and oversized frames, and
+//! forges hellos (for a free rank, a taken rank, with a wrong key, with control characters in
+//! its host name), while a real 4-process `--dry-run` job runs on 127.0.0.1. The job must
+//! complete (or fail cleanly where it must) within its deadline plus 2 s, and rank 0's memory
+//! must stay bounded. Also: another job on the same port, ranks that differ in options or
+//! binary, a rank that dies early, a second rank 0, and launcher environments that would make
+//! a lone rank 0.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+const BCAST: &str = env!("CARGO_BIN_EXE_broadcast_perf");
+/// The bootstrap timeout of the jobs below, in seconds.
+const TIMEOUT: u64 = 6;
+/// The longest any job here may take: its timeout plus 2 s.
+const LIMIT: Duration = Duration::from_secs(TIMEOUT + 2);
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// One process of a torchrun-style job on 127.0.0.1:`port`.
+fn rank(
+    bin: &str,
+    r: usize,
+    size: usize,
+    port: u16,
+    extra: &[(&str, &str)],
+    args: &[&str],
+) -> Child {
+    let mut c = Command::new(bin);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", TIMEOUT.to_string())
+        .env("RANK", r.to_string())
+        .env("LOCAL_RANK", r.to_string())
+        .env("WORLD_SIZE", size.to_string())
+        .env("NCCL_PERF_RENDEZVOUS", format!("127.0.0.1:{port}"))
+        .arg("--dry-run")
+        .args(if args.is_empty() {
+            &["-b", "1M", "-e", "1M"][..]
+        } else {
+            args
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.spawn().expect("binary starts")
+}
+
+/// Waits for `c`, killing it past `limit` from `start`; also the largest resident set seen.
+fn finish(mut c: Child, start: Instant, limit: Duration) -> (Output, u64) {
+    let mut peak = 0;
+    loop {
+        if let Some(kb) = rss_kb(c.id()) {
+            peak = peak.max(kb);
+        }
+        match c.try_wait() {
+            Ok(Some(_)) => break,
+            _ if start.elapsed() > limit => {
+                let _ = c.kill();
+                break;
+            }
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    (c.wait_with_output().unwrap(), peak)
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A whole job: rank 0 first, `meddle` while it waits, then ranks 1..size. Returns each
+/// rank's output, rank 0's peak memory in KiB, and the time the job took.
+fn job(
+    size: usize,
+    extra: &[(&str, &str)],
+    meddle: impl FnOnce(u16),
+) -> (Vec<Output>, u64, Duration) {
+    let port = free_port();
+    let start = Instant::now();
+    let r0 = rank(BIN, 0, size, port, extra, &[]);
+    wait_listening(port);
+    meddle(port);
+    let others: Vec<Child> = (1..size)
+        .map(|r| rank(BIN, r, size, port, extra, &[]))
+        .collect();
+    let (o0, peak) = finish(r0, start, LIMIT + Duration::from_secs(5));
+    let mut outs = vec![o0];
+    outs.extend(
+        others
+            .into_iter()
+            .map(|c| finish(c, start, LIMIT + Duration::from_secs(5)).0),
+    );
+    (outs, peak, start.elapsed())
+}
+
+fn wait_listening(port: u16) {
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "rank 0 never listened"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every process exited 0 and rank 0 printed the one consistent plan.
+fn assert_completed(outs: &[Output], took: Duration) {
+    for o in outs {
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+    }
+    let plan = text(&outs[0].stdout);
+    assert!(plan.contains("the launch is consistent"), "{plan}");
+    assert!(plan.lines().all(|l| l.starts_with('#')), "{plan}");
+    assert!(took < LIMIT, "took {took:?}");
+}
+
+// ---- the foreign client: our wire format, written afresh ----
+
+/// One frame: u32 little-endian length (tag + body), tag, body.
+fn frame(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = ((body.len() + 1) as u32).to_le_bytes().to_vec();
+    f.push(tag);
+    f.extend_from_slice(body);
+    f
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    b.extend_from_slice(s.as_bytes());
+}
+
+/// A well-formed hello for `rank` of `size` from `host`, signed with a key we do not have.
+fn forged_hello(rank: u64, size: u64, host: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x4e43_5032u32.to_le_bytes());
+    b.extend_from_slice(&rank.to_le_bytes());
+    b.extend_from_slice(&size.to_le_bytes());
+    b.extend_from_slice(&(rank as i64).to_le_bytes());
+    b.extend_from_slice(&0i64.to_le_bytes());
+    b.extend_from_slice(&42u64.to_le_bytes());
+    b.extend_from_slice(&4242u32.to_le_bytes());
+    put_str(&mut b, host);
+    b.extend_from_slice(&1u32.to_le_bytes());
+    put_str(&mut b, "all_reduce_perf");
+    b.extend_from_slice(&[7u8; 32]); // our nonce
+    b.extend_from_slice(&[0u8; 32]); // a MAC we cannot compute
+    frame(1, &b)
+}
+
+/// Connects, reads rank 0's challenge, sends `bytes`; returns what rank 0 answered (until it
+/// closes, at most 2 s).
+fn say(port: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut challenge = [0u8; 37];
+    s.read_exact(&mut challenge).unwrap();
+    assert_eq!(
+        &challenge[..5],
+        &[33, 0, 0, 0, 9],
+        "a length-33 challenge frame"
+    );
+    let _ = s.write_all(bytes);
+    let mut answer = Vec::new();
+    let _ = s.take(64 << 10).read_to_end(&mut answer);
+    answer
+}
+
+fn stderr0(outs: &[Output]) -> String {
+    text(&outs[0].stderr)
+}
+
+#[test]
+fn idle_connections_held_open_do_not_stall_the_job() {
+    let mut held = Vec::new();
+    let (outs, _, took) = job(4, &[], |port| {
+        for _ in 0..10 {
+            held.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
+        }
+    });
+    assert_completed(&outs, took);
+    // Before: 10 idle connections kept a job with a 10 s timeout alive 51 s, then failed it.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    drop(held);
+}
+
+/// Raises this process' open-file limit so it can hold 1000 connections.
+fn more_files() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain libc calls on a valid struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max.min(8192);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
+#[test]
+fn a_thousand_connections_neither_hang_the_job_nor_grow_rank_0() {
+    more_files();
+    let mut held = Vec::new();
+    let (outs, peak, took) = job(4, &[], |port| {
+        for _ in 0..1000 {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => held.push(s),
+                Err(_) => break,
+            }
+        }
+    });
+    assert!(held.len() >= 900, "only {} connections", held.len());
+    assert_completed(&outs, took);
+    eprintln!("rank 0's peak resident set during the flood: {peak} KiB");
+    assert!(peak < 64 << 10, "rank 0 grew to {peak} KiB");
+    let err = stderr0(&outs);
+    assert!(err.lines().count() < 40, "refusals are rate-limited: {err}");
+    drop(held);
+}
+
+#[test]
+fn junk_oversized_frames_and_forged_hellos_are_refused_and_the_job_goes_on() {
+    let mut answers = Vec::new();
+    let key = [("NCCL_PERF_RENDEZVOUS_KEY", "s3cret-of-this-job")];
+    let (outs, _, took) = job(4, &key, |port| {
+        answers.push(say(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+        answers.push(say(port, &0xffff_fff0u32.to_le_bytes()));
+        answers.push(say(port, &frame(3, b"")));
+        // A free rank (nobody has claimed rank 3 yet), then rank 0 itself.
+        answers.push(say(port, &forged_hello(3, 4, "forger")));
+        answers.push(say(port, &forged_hello(0, 4, "forger")));
+        // Control characters in the host name: no fake line may reach any output.
+        answers.push(say(
+            port,
+            &forged_hello(2, 4, "evil\n# Avg bus bandwidth    : 999 \n"),
+        ));
+    });
+    assert_completed(&outs, took);
+    for a in &answers {
+        let t = text(a);
+        assert!(t.contains("refused"), "{t:?}");
+    }
+    let err = stderr0(&outs);
+    assert!(err.contains("a frame of 4294967280 bytes"), "{err}");
+    assert!(err.contains("not signed with this job's key"), "{err}");
+    assert!(err.contains("evil?# Avg bus bandwidth"), "{err}");
+    for o in &outs {
+        for l in text(&o.stdout).lines().chain(text(&o.stderr).lines()) {
+            assert!(!l.starts_with("# Avg bus"), "injected: {l}");
+        }
+    }
+}
+
+#[test]
+fn a_forged_hello_for_a_taken_rank_does_not_abort_the_job() {
+    let port = free_port();
+    let start = Instant::now();
+    let r0 = rank(BIN, 0, 3, port, &[], &[]);
+    let r1 = rank(BIN, 1, 3, port, &[], &[]);
+    std::thread::sleep(Duration::from_millis(500));
+    let answer = text(&say(port, &forged_hello(1, 3, "forger")));
+    assert!(answer.contains("refused"), "{answer:?}");
+    let r2 = rank(BIN, 2, 3, port, &[], &[]);
+    let outs: Vec<Output> = [r0, r1, r2]
+        .into_iter()
+        .map(|c| finish(c, start, LIMIT).0)
+        .collect();
+    assert_completed(&outs, start.elapsed());
+}
+
+#[test]
+fn a_process_of_another_job_on_the_same_port_is_refused() {
+    let port = free_port();
+    let start = Instant::now();
+    let mine = [("TORCHELASTIC_RUN_ID", "job-a")];
+    let r0 = rank(BIN, 0, 3, port, &mine, &[]);
+    wait_listening(port);
+    // Another job: its own run id, another binary and other options, claiming rank 2.
+    let stranger = rank(
+        BCAST,
+        2,
+        3,
+        port,
+        &[("TORCHELASTIC_RUN_ID", "job-b")],
+        &["-b", "2M", "-e", "2M"],
+    );
+    let (so, _) = finish(stranger, start, LIMIT);
+    let rest: Vec<Child> = (1..3).map(|r| rank(BIN, r, 3, port, &mine, &[])).collect();
+    let mut outs = vec![finish(r0, start, LIMIT).0];
+    outs.extend(rest.into_iter().map(|c| finish(c, start, LIMIT).0));
+    assert_completed(&outs, start.elapsed());
+    let err = text(&so.stderr);
+    assert_eq!(so.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("refused") && err.contains("not signed with this job's key"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rank_with_the_wrong_key_is_refused_and_named_at_the_timeout() {
+    let port = free_port();
+    let start = Instant::now();
+    let key = [("NCCL_PERF_RENDEZVOUS_KEY", "right")];
+    let mut children: Vec<Child> = (0..3).map(|r| rank(BIN, r, 4, port, &key, &[])).collect();
+    children.push(rank(
+        BIN,
+        3,
+        4,
+        port,
+        &[("NCCL_PERF_RENDEZVOUS_KEY", "wrong")],
+        &[],
+    ));
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| finish(c, start, LIMIT).0)
+        .collect();
+    assert!(start.elapsed() < LIMIT, "{:?}", start.elapsed());
+    let err = stderr0(&outs);
+    assert_eq!(outs[0].status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("missing: rank 3") && err.contains("refused claims: rank 3"),
+        "{err}"
+    );
+    let e3 = text(&outs[3].stderr);
+    assert_eq!(outs[3].status.code(), Some(6), "{e3}");
+    assert!(!e3.contains("right") && !err.contains("right") && !err.contains("wrong"));
+}
+
+/// A launch whose rank 3 runs `bin` with `args`: every process stops with exit 6, and rank 0
+/// names the difference.
+fn mismatch(bin: &str, args: &[&str], expect: &str) {
+    let port = free_port();
+    let start = Instant::now();
+    let id = [("TORCHELASTIC_RUN_ID", "job-m")];
+    let mut children: Vec<Child> = (0..3).map(|r| rank(BIN, r, 4, port, &id, &[])).collect();
+    children.push(rank(bin, 3, 4, port, &id, args));
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| finish(c, start, LIMIT).0)
+        .collect();
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(6), "{}", text(&o.stderr));
+        assert!(!text(&o.stdout).contains("consistent"));
+    }
+    let err = stderr0(&outs);
+    assert!(err.contains(expect), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn ranks_that_differ_in_options_or_binary_stop_the_launch() {
+    mismatch(
+        BIN,
+        &["-b", "2M", "-e", "2M"],
+        "rank 3 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M",
+    );
+    mismatch(
+        BIN,
+        &["-b", "1M", "-e", "1M", "-g", "2"],
+        "rank 3 runs all_reduce_perf -g 2; rank 0 runs all_reduce_perf -g 1",
+    );
+    mismatch(
+        BCAST,
+        &["-b", "1M", "-e", "1M"],
+        "rank 3 runs broadcast_perf; rank 0 runs all_reduce_perf",
+    );
+}
+
+#[test]
+fn a_rank_that_dies_before_the_others_arrive_is_named_at_once() {
+    let port = free_port();
+    let start = Instant::now();
+    let r0 = rank(BIN, 0, 4, port, &[], &[]);
+    let mut r1 = rank(BIN, 1, 4, port, &[], &[]);
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = r1.id();
+    r1.kill().unwrap();
+    let _ = r1.wait();
+    let (o, _) = finish(r0, start, LIMIT);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("rank 1 (pid {pid}")) && err.contains("left before"),
+        "{err}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_second_rank_0_is_told_why() {
+    let port = free_port();
+    let start = Instant::now();
+    let first = rank(BIN, 0, 2, port, &[], &[]);
+    wait_listening(port);
+    let (o, _) = finish(rank(BIN, 0, 2, port, &[], &[]), start, LIMIT);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(err.contains("a second rank 0 of this launch"), "{err}");
+    let mut first = first;
+    let _ = first.kill();
+    let _ = first.wait();
+}
+
+/// The binary with a clean environment plus `vars`, run to completion.
+fn env_run(vars: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CUDA_VISIBLE_DEVICES", "0")
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "2")
+        .args(["--dry-run", "-b", "1M", "-e", "1M"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    let start = Instant::now();
+    let (o, peak) = finish(c.spawn().unwrap(), start, Duration::from_secs(10));
+    assert!(peak < 64 << 10, "{peak} KiB");
+    o
+}
+
+#[test]
+fn launcher_environments_that_would_make_a_lone_rank_0_or_explode() {
+    // srun-like: a step, rank 3, no SLURM_STEP_NUM_TASKS and no SLURM_NTASKS.
+    let o = env_run(&[
+        ("SLURM_PROCID", "3"),
+        ("SLURM_JOB_ID", "77"),
+        ("SLURM_STEP_ID", "0"),
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("SLURM_PROCID=3") && err.contains("SLURM_STEP_ID=0"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    for size in ["18446744073709551615", "100000000"] {
+        let o = env_run(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", size),
+            ("MASTER_ADDR", "127.0.0.1"),
+        ]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(6), "{err}");
+        assert!(err.contains("more than the 65536"), "{err}");
+    }
+    let o = env_run(&[
+        ("SLURM_PROCID", "1"),
+        ("SLURM_JOB_ID", "77"),
+        ("SLURM_STEP_ID", "0"),
+        ("SLURM_STEP_NUM_TASKS", "2"),
+        ("SLURM_STEP_NODELIST", "n[0-100000]m[0-100000]"),
+        ("SLURM_STEP_TASKS_PER_NODE", "18446744073709551615"),
+    ]);
+    // Rank 1 finds the first host (n0m0, which does not resolve) and gives up in time.
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("n0m0"), "{err}");
+}
