@@ -23,12 +23,13 @@ pub use sync::ThreadGroup;
 use crate::bootstrap::{self, Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result, code};
+use crate::gpu::kernel_image::KernelImage;
 use crate::gpu::{driver, nccl::Nccl};
 use crate::options::{Options, Roots};
 use crate::report::{self, RunInfo, Step, Summary, table};
 use crate::types::{DataType, RedOp};
 use output::Output;
-use setup::{GpuPlan, KernelImage, Register};
+use setup::{GpuPlan, Register};
 use std::ops::Not;
 use threads::{ThreadGpus, run_threads};
 
@@ -366,7 +367,11 @@ fn run_with(
         out.print(&table::memory_clamp_lines(hi));
     }
     let kernels = match opts.check > 0 {
-        true => Some(KernelImage::compile(min_cc, opts.types.clone())?),
+        true => Some(KernelImage::start(
+            min_cc,
+            opts.types.clone(),
+            boot.world_rank() == 0,
+        )),
         false => None,
     };
     let plan = plan(opts, coll, nranks, global_cc, lo, hi)?;
