@@ -148,6 +148,68 @@ fn a_missing_or_too_old_nccl_is_one_line_exit_3() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An older NCCL (the stand-in reporting 2.17.1): the version line names it, the options it
+/// lacks are ignored with upstream's messages (stderr) or refused with its exit codes, and the
+/// run goes on to the stand-in driver's failure.
+#[test]
+fn an_older_nccl_gates_the_options_by_its_version() {
+    let dir = scratch("env-oldnccl");
+    let (Some(()), Some(nccl)) = (fake_cuda(&dir, false), fake_nccl(&dir, false)) else {
+        return;
+    };
+    let nccl = nccl.to_string_lossy().into_owned();
+    let env = |v: &'static str| {
+        [
+            ("NCCL_PERF_LIBNCCL", nccl.clone()),
+            ("FAKE_CUDA_COUNT", "1".into()),
+            ("FAKE_NCCL_VERSION", v.into()),
+        ]
+    };
+    let go = |a: &[&str], v: &'static str| {
+        let e = env(v);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run_with(&dir, a, &e)
+    };
+    let o = go(
+        &["-b", "1M", "-e", "1M", "-c", "0", "-R", "2", "-x", "1"],
+        "21701",
+    );
+    assert!(o.stdout.contains(" nccl-library=21701 "), "{}", o.all());
+    assert_eq!(
+        o.stderr,
+        "Option -R (register) is not supported before NCCL 2.19. Ignoring\n\
+         Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring\n",
+        "{}",
+        o.all()
+    );
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all());
+    let o = go(&["-b", "1M", "-e", "1M", "-c", "0", "-R", "2"], "22304");
+    assert_eq!(
+        o.stderr,
+        "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration\n",
+        "{}",
+        o.all()
+    );
+    let o = go(&["-b", "1M", "-e", "1M", "-d", "f8e4m3"], "22304");
+    assert_eq!(o.code, Some(5), "{}", o.all());
+    assert_eq!(
+        o.stderr.trim_end(),
+        "-d f8e4m3 needs NCCL 2.24 or later, but the loaded NCCL is 2.23.4",
+        "{}",
+        o.all()
+    );
+    no_table(&o);
+    // The current version takes all of them (and fails later, at the stand-in driver).
+    let o = go(
+        &["-b", "1M", "-e", "1M", "-c", "0", "-R", "2", "-x", "1"],
+        "22803",
+    );
+    assert!(o.stderr.is_empty(), "{}", o.all());
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Absurd `-g` (and plain no GPU) end at nccl-tests' GPU count check: its lines on stdout, a
 /// hint on stderr, exit code 5.
 #[test]
