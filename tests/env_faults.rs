@@ -148,6 +148,68 @@ fn a_missing_or_too_old_nccl_is_one_line_exit_3() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An older NCCL (the stand-in reporting 2.17.1): the version line names it, the options it
+/// lacks are ignored with upstream's messages (stderr) or refused with its exit codes, and the
+/// run goes on to the stand-in driver's failure.
+#[test]
+fn an_older_nccl_gates_the_options_by_its_version() {
+    let dir = scratch("env-oldnccl");
+    let (Some(()), Some(nccl)) = (fake_cuda(&dir, false), fake_nccl(&dir, false)) else {
+        return;
+    };
+    let nccl = nccl.to_string_lossy().into_owned();
+    let env = |v: &'static str| {
+        [
+            ("NCCL_PERF_LIBNCCL", nccl.clone()),
+            ("FAKE_CUDA_COUNT", "1".into()),
+            ("FAKE_NCCL_VERSION", v.into()),
+        ]
+    };
+    let go = |a: &[&str], v: &'static str| {
+        let e = env(v);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run_with(&dir, a, &e)
+    };
+    let o = go(
+        &["-b", "1M", "-e", "1M", "-c", "0", "-R", "2", "-x", "1"],
+        "21701",
+    );
+    assert!(o.stdout.contains(" nccl-library=21701 "), "{}", o.all());
+    assert_eq!(
+        o.stderr,
+        "Option -R (register) is not supported before NCCL 2.19. Ignoring\n\
+         Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring\n",
+        "{}",
+        o.all()
+    );
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all());
+    let o = go(&["-b", "1M", "-e", "1M", "-c", "0", "-R", "2"], "22304");
+    assert_eq!(
+        o.stderr,
+        "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration\n",
+        "{}",
+        o.all()
+    );
+    let o = go(&["-b", "1M", "-e", "1M", "-d", "f8e4m3"], "22304");
+    assert_eq!(o.code, Some(5), "{}", o.all());
+    assert_eq!(
+        o.stderr.trim_end(),
+        "-d f8e4m3 needs NCCL 2.24 or later, but the loaded NCCL is 2.23.4",
+        "{}",
+        o.all()
+    );
+    no_table(&o);
+    // The current version takes all of them (and fails later, at the stand-in driver).
+    let o = go(
+        &["-b", "1M", "-e", "1M", "-c", "0", "-R", "2", "-x", "1"],
+        "22803",
+    );
+    assert!(o.stderr.is_empty(), "{}", o.all());
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Absurd `-g` (and plain no GPU) end at nccl-tests' GPU count check: its lines on stdout, a
 /// hint on stderr, exit code 5.
 #[test]
@@ -177,10 +239,12 @@ fn too_few_gpus_is_the_gpu_count_check_exit_5() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A run that reaches the kernel compiler: libnvrtc missing (here), or too old (the stand-in).
-/// On the way, a GPU too small for `-e` is handled by the memory clamp, as nccl-tests does.
+/// A run that reaches the kernel compiler with libnvrtc missing (here), or too old (the
+/// stand-in): one stderr note names the bundled PTX instead, and the run goes on (to the
+/// stand-in driver's failure). On the way, a GPU too small for `-e` is handled by the memory
+/// clamp, as nccl-tests does.
 #[test]
-fn nvrtc_missing_or_too_old_and_the_memory_clamp() {
+fn without_a_usable_nvrtc_the_bundled_ptx_is_taken_and_the_memory_clamp() {
     let dir = scratch("env-nvrtc");
     let (Some(()), Some(nccl)) = (fake_cuda(&dir, false), fake_nccl(&dir, false)) else {
         return;
@@ -192,6 +256,8 @@ fn nvrtc_missing_or_too_old_and_the_memory_clamp() {
         // 4 GiB: keep 1 GiB + 1 GiB back, a third of the rest per buffer.
         ("FAKE_CUDA_MEM", "4294967296"),
     ];
+    let bundled =
+        "; using the bundled PTX (compute_75, made by NVRTC 11.8) through the driver's JIT";
     let o = run_with(&dir, &["-b", "1M", "-e", "8G", "-f", "2"], &env);
     assert!(
         o.stdout.contains(" device  0 [0000:01:00] Fake GPU\n"),
@@ -204,21 +270,21 @@ fn nvrtc_missing_or_too_old_and_the_memory_clamp() {
         "{}",
         o.all()
     );
+    // The stand-in driver fails to create a stream, whichever way the kernels come.
     assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all());
     no_table(&o);
-    match nccl_perf::gpu::kernels::probe_nvrtc() {
-        Err(_) => {
-            assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
-            assert!(
-                o.stderr.starts_with("cannot load libnvrtc") && o.stderr.contains("-c 0"),
-                "{}",
-                o.all()
-            );
-        }
-        // A real NVRTC compiles; the stand-in driver then fails to create a stream.
-        Ok(_) => assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all()),
+    if nccl_perf::gpu::kernels::probe_nvrtc().is_err() {
+        assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
+        assert!(
+            o.stderr.trim_end().ends_with(&format!(
+                ": validation kernels: cannot load libnvrtc (CUDA's run-time compiler){bundled}"
+            )),
+            "{}",
+            o.all()
+        );
     }
-    // Validation off: no compiler needed; the run goes on to the stand-in driver's failure.
+    // Validation off: no kernels at all, no note.
     let o = run_with(&dir, &["-b", "1M", "-e", "1M", "-c", "0"], &env);
     assert_eq!(o.code, Some(2), "{}", o.all());
     assert!(
@@ -226,16 +292,19 @@ fn nvrtc_missing_or_too_old_and_the_memory_clamp() {
         "{}",
         o.all()
     );
+    assert!(!o.stderr.contains("validation kernels"), "{}", o.all());
 
     // An NVRTC without the entry points we call (first on the search path).
     fake_library(&dir, "fake_nvrtc.c", "libnvrtc.so", &[], &[]).unwrap();
     let o = run_with(&dir, &["-b", "1M", "-e", "1M"], &env);
     assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all());
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
     assert!(
         o.stderr
             .contains("libnvrtc.so lacks nvrtcCreateProgram, nvrtcCompileProgram,")
-            && o.stderr.contains("this NVRTC is too old"),
+            && o.stderr.contains("this NVRTC is too old")
+            && o.stderr.trim_end().ends_with(bundled),
         "{}",
         o.all()
     );

@@ -11,13 +11,22 @@ use crate::verify::kernels as names;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
+/// What NVRTC built: the image and a description for the note a run prints
+/// (`NVRTC 13.0, sm_90`).
+pub struct Compiled {
+    /// A cubin, or NUL-terminated PTX.
+    pub image: Vec<u8>,
+    /// The NVRTC version and the architecture the image is for.
+    pub what: String,
+}
+
 /// Compiles the kernel source for a compute capability: to a cubin for `sm_XY` (nothing left
 /// for the driver to compile at load), or to PTX for `compute_XY` where this NVRTC does not know
 /// the GPU's architecture. Needs no GPU context, so it runs on a background thread while the
 /// communicators are being created.
 ///
 /// Only the kernels of `types` are compiled (the checkers of every width always are).
-pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
+pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Compiled> {
     let cubin_ok = probe_nvrtc()?;
     let mut opts = vec!["-DNP_SOME".to_string()];
     opts.extend(types.iter().map(|t| format!("-DNP_T_{}=1", t.name())));
@@ -26,17 +35,34 @@ pub fn compile(cc: (i32, i32), types: &[DataType]) -> Result<Vec<u8>> {
         o.push(format!("--gpu-architecture={kind}_{}{}", cc.0, cc.1));
         o
     };
+    let version = nvrtc_version();
+    let made = |image, kind: &str| Compiled {
+        image,
+        what: format!("NVRTC {version}, {kind}_{}{}", cc.0, cc.1),
+    };
     let image = match cubin_ok.then(|| nvrtc(&arch("sm"), true)) {
-        Some(Ok(cubin)) => Ok(cubin),
-        _ => nvrtc(&arch("compute"), false),
+        Some(Ok(cubin)) => Ok(made(cubin, "sm")),
+        _ => nvrtc(&arch("compute"), false).map(|ptx| made(ptx, "compute")),
     };
     crate::host::trace("validation kernels compiled (background thread)");
     image
 }
 
+/// `major.minor` of the loaded NVRTC (after [`probe_nvrtc`] succeeded).
+fn nvrtc_version() -> String {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: probe_nvrtc checked that the symbol exists; valid out pointers.
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    match r.result() {
+        Ok(()) => format!("{major}.{minor}"),
+        Err(_) => "(unknown version)".into(),
+    }
+}
+
 /// The NVRTC entry points the compile step calls to build PTX. cudarc resolves each on first
 /// use and panics when one is missing, so [`probe_nvrtc`] checks them first.
 pub const NVRTC_SYMBOLS: &[&str] = &[
+    "nvrtcVersion",
     "nvrtcCreateProgram",
     "nvrtcCompileProgram",
     "nvrtcGetProgramLogSize",
@@ -51,14 +77,14 @@ pub const NVRTC_SYMBOLS: &[&str] = &[
 pub const NVRTC_CUBIN_SYMBOLS: &[&str] = &["nvrtcGetCUBINSize", "nvrtcGetCUBIN"];
 
 /// Checks that libnvrtc loads and has what we call; returns whether it can also make cubins.
-/// A missing library or symbol is one clear error (exit code 2), never a cudarc panic.
+/// A missing library or symbol is an error saying so (the run then takes the bundled PTX),
+/// never a cudarc panic.
 pub fn probe_nvrtc() -> Result<bool> {
-    let fix = "add the CUDA toolkit's lib folder to LD_LIBRARY_PATH, or pass -c 0 to run without validation";
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Error::Kernels(format!(
-            "cannot load libnvrtc (CUDA's run-time compiler), which builds the validation kernels: {fix}"
-        )));
+        return Err(Error::Kernels(
+            "cannot load libnvrtc (CUDA's run-time compiler)".into(),
+        ));
     }
     // SAFETY: the library is present (checked above), so cudarc's loader finds it instead of
     // panicking; looking a symbol up calls nothing.
@@ -72,7 +98,7 @@ pub fn probe_nvrtc() -> Result<bool> {
     let missing = driver::missing_symbols(&find, NVRTC_SYMBOLS);
     if !missing.is_empty() {
         return Err(Error::Kernels(format!(
-            "{} lacks {}: this NVRTC is too old (or not CUDA's); {fix}",
+            "{} lacks {}: this NVRTC is too old (or not CUDA's)",
             driver::library_path(&find, &["nvrtcVersion"]).unwrap_or_else(|| "libnvrtc".into()),
             missing.join(", ")
         )));
@@ -83,11 +109,8 @@ pub fn probe_nvrtc() -> Result<bool> {
 /// One NVRTC compilation of the kernel source: the cubin, or the NUL-terminated PTX.
 fn nvrtc(opts: &[String], cubin: bool) -> Result<Vec<u8>> {
     use cudarc::nvrtc::{result, sys};
-    let fail = |what: String| {
-        Error::Kernels(format!(
-            "NVRTC could not compile the validation kernels ({what}); pass -c 0 to run without validation"
-        ))
-    };
+    let fail =
+        |what: String| Error::Kernels(format!("NVRTC could not compile the kernels ({what})"));
     let src = std::ffi::CString::new(names::SOURCE).map_err(|e| fail(e.to_string()))?;
     let prog =
         result::create_program(&src, Some(c"verifiable.cu")).map_err(|e| fail(format!("{e:?}")))?;
@@ -277,7 +300,9 @@ mod tests {
             return;
         }
         let t = std::time::Instant::now();
-        let cubin = compile((9, 0), &[DataType::Float]).expect("NVRTC compiles the kernels");
+        let built = compile((9, 0), &[DataType::Float]).expect("NVRTC compiles the kernels");
+        assert!(built.what.starts_with("NVRTC ") && built.what.ends_with(", sm_90"));
+        let cubin = built.image;
         eprintln!(
             "float kernels compiled in {:.2} s",
             t.elapsed().as_secs_f64()

@@ -93,7 +93,10 @@ macro_rules! nccl_api {
         /// The libnccl entry points, resolved once at start.
         #[allow(non_snake_case)]
         pub struct Nccl {
-            _lib: Library,
+            /// Never closed: NCCL's own threads (the bootstrap root thread `ncclGetUniqueId`
+            /// starts, proxy threads) may still run when a run ends early, and unmapping their
+            /// code under them is a crash at exit instead of the run's exit code.
+            _lib: std::mem::ManuallyDrop<Library>,
             /// Path or name the library was loaded from.
             pub path: String,
             $(
@@ -122,7 +125,7 @@ macro_rules! nccl_api {
                         .unwrap_or_else(|| path.clone());
                     return Err(Error::Library {
                         what: format!(
-                            "{file} lacks {}: this NCCL is too old (or not NCCL); nccl-perf needs NCCL 2.19 or later",
+                            "{file} lacks {}: this NCCL is too old (or not NCCL); nccl-perf needs NCCL 2.17 or later",
                             missing.join(", ")
                         ),
                         code: code::NCCL,
@@ -148,8 +151,22 @@ macro_rules! nccl_api {
                             .ok()
                             .map(|s| *s);
                     )*
-                    Ok(Nccl { _lib: lib, path, $($name,)* $($oname,)* })
+                    Ok(Nccl { _lib: std::mem::ManuallyDrop::new(lib), path, $($name,)* $($oname,)* })
                 }
+            }
+
+            /// Forgets the optional entry point `name` (unknown names are ignored).
+            fn forget(&mut self, name: &str) {
+                match name {
+                    $(stringify!($oname) => self.$oname = None,)*
+                    _ => {}
+                }
+            }
+
+            /// The names of the optional entry points.
+            #[cfg(test)]
+            fn optional_names() -> &'static [&'static str] {
+                &[$(stringify!($oname)),*]
             }
         }
     };
@@ -191,6 +208,34 @@ nccl_api! {
     }
 }
 
+/// The NCCL release (major·10000 + minor·100 + patch) that introduced each optional entry point
+/// we call. A library older than that is treated as lacking it even where it exports the name
+/// (a pre-release or vendor build), so every feature follows the loaded version, as nccl-tests'
+/// version checks do, and nothing calls an entry point newer than the library's version.
+pub const SINCE: &[(&str, i32)] = &[
+    ("ncclRedOpCreatePreMulSum", 21100),
+    ("ncclRedOpDestroy", 21100),
+    ("ncclGetLastError", 21300),
+    ("ncclCommInitRankConfig", 21400),
+    ("ncclMemAlloc", 21900),
+    ("ncclMemFree", 21900),
+    ("ncclCommRegister", 21900),
+    ("ncclCommDeregister", 21900),
+    ("ncclCommWindowRegister", 22700),
+    ("ncclCommWindowDeregister", 22700),
+    ("ncclAlltoAll", 22800),
+    ("ncclGather", 22800),
+    ("ncclScatter", 22800),
+];
+
+/// The optional entry points a library of `version` is too old for.
+pub fn too_new_for(version: i32) -> impl Iterator<Item = &'static str> {
+    SINCE
+        .iter()
+        .filter(move |(_, since)| version < *since)
+        .map(|(name, _)| *name)
+}
+
 // SAFETY: the function pointers and the library handle may be used from any thread; NCCL's own
 // thread-safety rules are kept by the callers.
 unsafe impl Send for Nccl {}
@@ -209,7 +254,14 @@ impl Nccl {
         for name in &candidates {
             // SAFETY: loading libnccl runs its (well-behaved) initialisers.
             match unsafe { Library::new(name) } {
-                Ok(lib) => return Nccl::resolve(lib, name.clone()),
+                Ok(lib) => {
+                    let mut nccl = Nccl::resolve(lib, name.clone())?;
+                    let version = nccl.version()?;
+                    for f in too_new_for(version) {
+                        nccl.forget(f);
+                    }
+                    return Ok(nccl);
+                }
                 Err(e) => last_err = e.to_string(),
             }
         }
@@ -289,6 +341,25 @@ mod tests {
         let c = Config::new();
         assert_eq!(c.magic, 0xcafebeef);
         assert_eq!(c.nvlink_centric_sched, c_int::MIN);
+    }
+
+    #[test]
+    fn optional_entry_points_follow_the_loaded_version() {
+        // Every optional entry point has its release, and only those.
+        let mut names: Vec<&str> = SINCE.iter().map(|(n, _)| *n).collect();
+        names.sort();
+        let mut optional = Nccl::optional_names().to_vec();
+        optional.sort();
+        assert_eq!(names, optional);
+        assert_eq!(too_new_for(22803).count(), 0);
+        assert_eq!(
+            too_new_for(22703).collect::<Vec<_>>(),
+            ["ncclAlltoAll", "ncclGather", "ncclScatter"]
+        );
+        let old: Vec<_> = too_new_for(21701).collect();
+        assert!(old.contains(&"ncclMemAlloc") && old.contains(&"ncclCommRegister"));
+        assert!(!old.contains(&"ncclCommInitRankConfig") && !old.contains(&"ncclGetLastError"));
+        assert_eq!(too_new_for(21900).count(), 5);
     }
 
     #[test]

@@ -23,12 +23,13 @@ pub use sync::ThreadGroup;
 use crate::bootstrap::{self, Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result, code};
+use crate::gpu::kernel_image::KernelImage;
 use crate::gpu::{driver, nccl::Nccl};
 use crate::options::{Options, Roots};
 use crate::report::{self, RunInfo, Step, Summary, table};
 use crate::types::{DataType, RedOp};
 use output::Output;
-use setup::{GpuPlan, KernelImage, Register};
+use setup::{GpuPlan, Register};
 use std::ops::Not;
 use threads::{ThreadGpus, run_threads};
 
@@ -204,19 +205,23 @@ fn run_gpus(
     result
 }
 
-/// `-R`, `-x`, `-D` and `-V` as the loaded NCCL supports them.
+/// `-R`, `-x`, `-D`, `-V` and `-d` as the loaded NCCL supports them.
 #[derive(Debug, Clone, PartialEq)]
 struct Settings {
     register: Register,
     cta_policy: Option<i64>,
+    /// The datatypes to run: `-d all` without fp8 before NCCL 2.24.
+    types: Vec<DataType>,
     /// Upstream's messages for what was changed or ignored (stderr, every process).
     messages: Vec<String>,
 }
 
 /// Applies nccl-tests' version rules (spec §2.2, §2.3): `-D` and `-V` need NCCL 2.28 (exit
-/// 255), `-R 2` falls back to local registration before 2.27, `-x` is ignored before 2.27 and
-/// values above 1 before 2.28. The messages are upstream's; they go to stderr rather than
-/// stdout, where their length would make them look like table rows.
+/// 255), `-R` is ignored before 2.19 and `-R 2` falls back to local registration before 2.27,
+/// `-x` is ignored before 2.27 and values above 1 before 2.28; `-d all` has no fp8 types before
+/// 2.24 and an explicit fp8 type is refused there (exit 5; NCCL would reject it). The messages
+/// are upstream's; they go to stderr rather than stdout, where their length would make them
+/// look like table rows.
 fn version_settings(o: &Options, version: i32) -> Result<Settings> {
     if o.device_impl.is_some() && version < 22800 {
         return Err(Error::Usage(
@@ -228,9 +233,31 @@ fn version_settings(o: &Options, version: i32) -> Result<Settings> {
             "Option -V (device CTA count) requires NCCL >= 2.28.0".into(),
         ));
     }
+    let fp8 = version >= 22400;
+    if !fp8
+        && !o.all_types
+        && let Some(t) = o.types.iter().find(|t| t.is_fp8())
+    {
+        return Err(Error::Unsupported(format!(
+            "-d {} needs NCCL 2.24 or later, but the loaded NCCL is {}",
+            t.name(),
+            version_name(version)
+        )));
+    }
+    let types = o
+        .types
+        .iter()
+        .copied()
+        .filter(|t| fp8 || !t.is_fp8())
+        .collect();
     let mut messages = Vec::new();
     let register = match o.register {
         0 => Register::Off,
+        _ if version < 21900 => {
+            messages
+                .push("Option -R (register) is not supported before NCCL 2.19. Ignoring".into());
+            Register::Off
+        }
         2 if version >= 22700 => Register::Symmetric,
         2 => {
             messages.push(
@@ -258,8 +285,14 @@ fn version_settings(o: &Options, version: i32) -> Result<Settings> {
     Ok(Settings {
         register,
         cta_policy,
+        types,
         messages,
     })
+}
+
+/// `2.19.3` for the version code 21903.
+fn version_name(code: i32) -> String {
+    format!("{}.{}.{}", code / 10000, code / 100 % 100, code % 100)
 }
 
 /// Per-GPU buffer sizes for a largest size of `hi` bytes.
@@ -328,6 +361,11 @@ fn run_with(
     for m in &settings.messages {
         eprintln!("{m}");
     }
+    let narrowed = Options {
+        types: settings.types.clone(),
+        ..opts.clone()
+    };
+    let opts = &narrowed;
     let per_process = opts.nthreads * opts.ngpus;
     // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
     let group = boot.group();
@@ -367,7 +405,11 @@ fn run_with(
         out.print(&table::memory_clamp_lines(hi));
     }
     let kernels = match opts.check > 0 {
-        true => Some(KernelImage::compile(min_cc, opts.types.clone())?),
+        true => Some(KernelImage::start(
+            min_cc,
+            opts.types.clone(),
+            boot.world_rank() == 0,
+        )),
         false => None,
     };
     let plan = plan(opts, coll, nranks, global_cc, lo, hi)?;
@@ -575,6 +617,50 @@ mod tests {
             "Option -V (device CTA count) requires NCCL >= 2.28.0"
         );
         assert!(version_settings(&o(|o| o.device_cta_count = Some(16)), 22800).is_ok());
+    }
+
+    #[test]
+    fn version_rules_before_nccl_2_19_and_2_24() {
+        let mut o = Options {
+            register: 2,
+            ..Options::default()
+        };
+        let s = version_settings(&o, 21701).unwrap();
+        assert_eq!(s.register, Register::Off);
+        assert_eq!(
+            s.messages,
+            ["Option -R (register) is not supported before NCCL 2.19. Ignoring"]
+        );
+        o.register = 1;
+        assert_eq!(version_settings(&o, 21805).unwrap().register, Register::Off);
+        assert_eq!(
+            version_settings(&o, 21903).unwrap().register,
+            Register::Local
+        );
+        // -d all: fp8 only from 2.24 on.
+        let all = Options {
+            types: DataType::ALL.to_vec(),
+            all_types: true,
+            ..Options::default()
+        };
+        assert_eq!(version_settings(&all, 22304).unwrap().types.len(), 10);
+        assert_eq!(version_settings(&all, 22400).unwrap().types.len(), 12);
+        // An explicit fp8 type: refused before 2.24 (exit 5), kept after.
+        let f8 = Options {
+            types: vec![DataType::F8e5m2],
+            ..Options::default()
+        };
+        let e = version_settings(&f8, 21701).unwrap_err();
+        assert_eq!(e.exit_code(), 5);
+        assert_eq!(
+            e.to_string(),
+            "-d f8e5m2 needs NCCL 2.24 or later, but the loaded NCCL is 2.17.1"
+        );
+        assert_eq!(
+            version_settings(&f8, 22803).unwrap().types,
+            [DataType::F8e5m2]
+        );
+        assert_eq!(version_name(22803), "2.28.3");
     }
 
     #[test]

@@ -3,12 +3,11 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::driver::{self, CUcontext, CUdeviceptr, CUstream, DeviceProps};
+use crate::gpu::kernel_image::KernelImage;
 use crate::gpu::kernels::Kernels;
 use crate::gpu::nccl::{self, Comm, Config, Nccl, UniqueId};
 use crate::types::DataType;
 use std::ffi::c_void;
-use std::sync::{Mutex, OnceLock};
-use std::thread::JoinHandle;
 
 /// How the send and receive buffers are registered with the communicator (`-R`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,10 +205,10 @@ impl Gpu {
     }
 
     /// Loads the validation kernels (for `types`) and allocates the mismatch counter.
-    pub fn load_kernels(&mut self, image: &[u8], types: &[DataType]) -> Result<()> {
+    pub fn load_kernels(&mut self, image: &KernelImage, types: &[DataType]) -> Result<()> {
         driver::set_current(self.ctx)?;
         self.counter = driver::malloc(8)?;
-        self.kernels = Some(Kernels::load(image, types)?);
+        self.kernels = Some(image.load(types)?);
         Ok(())
     }
 
@@ -432,9 +431,8 @@ pub fn create_gpus(
     let after_buffers = free(p.measure_memory)?;
     // Our own kernels and counter are not the user's buffers: loaded after the reading.
     if let Some(k) = p.kernels {
-        let image = k.get()?;
         for g in &mut gpus {
-            g.load_kernels(image, p.types)?;
+            g.load_kernels(k, p.types)?;
         }
     }
     if let Some(g) = gpus.first() {
@@ -445,46 +443,6 @@ pub fn create_gpus(
         user_allocated: largest_drop(&after_init, &after_buffers),
     };
     Ok((gpus, memory))
-}
-
-/// The validation kernels' image, compiled on a background thread while communicators are
-/// created; every thread that sets up GPUs takes it from here.
-pub struct KernelImage {
-    compiler: Mutex<Option<JoinHandle<Result<Vec<u8>>>>>,
-    image: OnceLock<Vec<u8>>,
-}
-
-impl KernelImage {
-    /// Starts compiling the kernels of `types` for compute capability `cc` on a background
-    /// thread. A missing or unusable NVRTC is reported here, before any GPU work.
-    pub fn compile(cc: (i32, i32), types: Vec<DataType>) -> Result<KernelImage> {
-        crate::gpu::kernels::probe_nvrtc()?;
-        Ok(KernelImage {
-            compiler: Mutex::new(Some(std::thread::spawn(move || {
-                crate::gpu::kernels::compile(cc, &types)
-            }))),
-            image: OnceLock::new(),
-        })
-    }
-
-    /// The image, waiting for the compiler the first time. The first caller gets the
-    /// compiler's error; later callers a short one.
-    pub fn get(&self) -> Result<&[u8]> {
-        let mut compiler = self
-            .compiler
-            .lock()
-            .map_err(|_| Error::Kernels("the kernel compiler failed".into()))?;
-        if let Some(h) = compiler.take() {
-            let image = h
-                .join()
-                .map_err(|_| Error::Kernels("the kernel compiler thread failed".into()))??;
-            let _ = self.image.set(image);
-        }
-        self.image
-            .get()
-            .map(Vec::as_slice)
-            .ok_or_else(|| Error::Kernels("the validation kernels could not be compiled".into()))
-    }
 }
 
 /// Free memory of each context's device, in bytes.

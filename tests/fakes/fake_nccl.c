@@ -1,10 +1,16 @@
 /* A stand-in for libnccl.so.2 for tests without a GPU (see tests/env_faults.rs), chosen with
- * NCCL_PERF_LIBNCCL. Reports version 2.28.3; creating ids and communicators "works" (nothing
- * is created); every collective fails. Build with -DFAKE_ONLY_VERSION for a library that
- * exports ncclGetVersion alone (a library too old, or not NCCL). */
+ * NCCL_PERF_LIBNCCL. Reports version 2.28.3, or the code in FAKE_NCCL_VERSION (21701 for an
+ * NCCL 2.17.1); creating ids and communicators "works" (nothing is created); every collective
+ * fails. Build with -DFAKE_ONLY_VERSION for a library that exports ncclGetVersion alone (a
+ * library too old, or not NCCL). */
+#include <stdlib.h>
 #include <string.h>
 
-int ncclGetVersion(int *v) { *v = 22803; return 0; }
+int ncclGetVersion(int *v) {
+  const char *e = getenv("FAKE_NCCL_VERSION");
+  *v = e && *e ? atoi(e) : 22803;
+  return 0;
+}
 
 #ifndef FAKE_ONLY_VERSION
 typedef struct { char internal[128]; } ncclUniqueId;
