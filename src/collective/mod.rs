@@ -2,9 +2,9 @@
 //! computed, which NCCL call(s) one operation is, and what the buffers must hold for validation.
 //!
 //! The NCCL calls are *planned* as [`Step`]s (native collective, grouped send/receive, local
-//! copy) and issued by [`step::enqueue_plan`]; the tests replay the same steps on host buffers
-//! prepared from the [`Fill`]s (`sim.rs`), which checks counts, offsets, pairings and expected
-//! data together without a GPU.
+//! copy), bound once per measurement by [`step::bind`] and issued by [`step::issue`]; the tests
+//! replay the same steps on host buffers prepared from the [`Fill`]s (`sim.rs`), which checks
+//! counts, offsets, pairings and expected data together without a GPU.
 
 mod all_gather;
 mod all_reduce;
@@ -34,10 +34,10 @@ pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
 pub use sendrecv::SendRecv;
-pub use step::{Base, Geometry, Natives, Step};
+pub use step::{Base, Bound, Geometry, Io, Natives, Step, Target};
 
 use crate::error::Result;
-use crate::gpu::nccl::{Comm, Nccl};
+use crate::gpu::nccl::Comm;
 use crate::types::RedOp;
 use std::ffi::c_void;
 
@@ -311,11 +311,6 @@ pub trait Collective: Sync {
     }
     /// The NCCL calls of one operation on one GPU, in order.
     fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()>;
-    /// Enqueues one operation on one GPU: the steps of [`Collective::plan`].
-    #[inline]
-    fn enqueue(&self, nccl: &Nccl, c: &Call) -> Result<()> {
-        step::enqueue_plan(nccl, c, |g, emit| self.plan(g, emit))
-    }
     /// How to prepare the buffers for one validated operation. The runner first zeroes
     /// `counts.recv` elements at the receive pointer, then applies the fills in order.
     fn fills(&self, f: &FillCtx) -> Vec<Fill>;

@@ -461,3 +461,195 @@ fn replay_catches_wrong_offsets_and_pairings() {
     let e = simulate(&past, &case(2, false, Natives::NONE)).unwrap_err();
     assert!(e.contains("outside"), "{e}");
 }
+
+/// The bound calls (what the timed loop issues) are the planned steps, resolved: pointers at
+/// base + offset·ts, the call's count and root for natives, copies onto themselves dropped.
+#[test]
+fn binding_resolves_every_planned_step() {
+    use super::step::{Bound, Io, bind, open_after_failure};
+    let (send, recv) = (0x7f00_0000_0000usize, 0x7f80_0000_0000usize);
+    for coll in eleven() {
+        for n in [1usize, 2, 4, 8] {
+            for native in [Natives::NONE, Natives::ALL] {
+                for ts in [1usize, 4, 8] {
+                    for rank in 0..n {
+                        for in_place in [false, true] {
+                            let counts = coll.counts(1000, n, ts);
+                            let s = if in_place {
+                                recv + counts.send_inplace_offset * ts * rank
+                            } else {
+                                send
+                            };
+                            let r = recv + counts.recv_inplace_offset * ts * rank;
+                            let root = (rank + 1) % n;
+                            let call = Call {
+                                send: s as *const c_void,
+                                recv: r as *mut c_void,
+                                counts,
+                                dtype: 7,
+                                op: 0,
+                                root: root as i32,
+                                comm: std::ptr::null_mut(),
+                                stream: std::ptr::null_mut(),
+                                rank,
+                                nranks: n,
+                                ts,
+                            };
+                            let what = format!("{} n={n} rank={rank} ts={ts}", coll.name());
+                            let mut steps = Vec::new();
+                            coll.plan(&call.geometry(native), &mut |st| {
+                                steps.push(st);
+                                Ok(())
+                            })
+                            .unwrap();
+                            let mut bound = Vec::new();
+                            bind(&*coll, native, &call, &mut bound).unwrap();
+                            let at = |b: Base, o: usize| {
+                                (match b {
+                                    Base::Send => s,
+                                    Base::Recv => r,
+                                } + o * ts) as u64
+                            };
+                            let io = Io {
+                                send: s as u64,
+                                recv: r as u64,
+                                count: counts.param,
+                            };
+                            let root = root as i32;
+                            let want: Vec<Bound> = steps
+                                .iter()
+                                .filter_map(|st| {
+                                    Some(match *st {
+                                        Step::GroupStart => Bound::GroupStart,
+                                        Step::GroupEnd => Bound::GroupEnd,
+                                        Step::AllReduce => Bound::AllReduce(io),
+                                        Step::AllGather => Bound::AllGather(io),
+                                        Step::ReduceScatter => Bound::ReduceScatter(io),
+                                        Step::Broadcast => Bound::Broadcast(io, root),
+                                        Step::Reduce => Bound::Reduce(io, root),
+                                        Step::AlltoAll => Bound::AlltoAll(io),
+                                        Step::Gather => Bound::Gather(io, root),
+                                        Step::Scatter => Bound::Scatter(io, root),
+                                        Step::Send {
+                                            from,
+                                            offset,
+                                            count,
+                                            peer,
+                                        } => Bound::Send {
+                                            buf: at(from, offset),
+                                            count,
+                                            peer: peer as i32,
+                                        },
+                                        Step::Recv {
+                                            offset,
+                                            count,
+                                            peer,
+                                        } => Bound::Recv {
+                                            buf: at(Base::Recv, offset),
+                                            count,
+                                            peer: peer as i32,
+                                        },
+                                        Step::CopyToRecv {
+                                            from,
+                                            offset,
+                                            to,
+                                            count,
+                                        } => {
+                                            let (src, dst) = (at(from, offset), at(Base::Recv, to));
+                                            if src == dst || count == 0 {
+                                                return None;
+                                            }
+                                            Bound::Copy {
+                                                dst,
+                                                src,
+                                                bytes: count * ts,
+                                            }
+                                        }
+                                    })
+                                })
+                                .collect();
+                            assert_eq!(bound, want, "{what}");
+                            // Balanced groups: nothing is left open after a complete operation.
+                            let starts = bound.iter().filter(|b| **b == Bound::GroupStart).count();
+                            let ends = bound.iter().filter(|b| **b == Bound::GroupEnd).count();
+                            assert_eq!(starts, ends, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // sendrecv on one rank is exactly nccl-tests' group { send to self; receive from self }.
+    let mut b = Vec::new();
+    let c = Call {
+        send: 0x1000 as *const c_void,
+        recv: 0x2000 as *mut c_void,
+        counts: Counts::whole(2),
+        dtype: 7,
+        op: 0,
+        root: 0,
+        comm: std::ptr::null_mut(),
+        stream: std::ptr::null_mut(),
+        rank: 0,
+        nranks: 1,
+        ts: 4,
+    };
+    bind(&SendRecv, Natives::ALL, &c, &mut b).unwrap();
+    let (send, recv) = (
+        Bound::Send {
+            buf: 0x1000,
+            count: 2,
+            peer: 0,
+        },
+        Bound::Recv {
+            buf: 0x2000,
+            count: 2,
+            peer: 0,
+        },
+    );
+    assert_eq!(b, [Bound::GroupStart, send, recv, Bound::GroupEnd]);
+    // Hypercube in place on one rank: nothing at all (its copy would be onto itself).
+    b.clear();
+    let c = Call {
+        send: 0x2000 as *const c_void,
+        counts: Hypercube.counts(1024, 1, 4),
+        ..c
+    };
+    bind(&Hypercube, Natives::ALL, &c, &mut b).unwrap();
+    assert!(b.is_empty(), "{b:?}");
+    // A native collective the loaded NCCL lacks is an error at binding, not per operation.
+    let e = bind(&AllToAll, Natives::NONE, &c, &mut b);
+    assert!(e.is_ok());
+    struct Native;
+    impl Collective for Native {
+        fn name(&self) -> &'static str {
+            "native"
+        }
+        fn counts(&self, count: usize, _: usize, _: usize) -> Counts {
+            Counts::whole(count)
+        }
+        fn bandwidth(&self, _: &Counts, _: usize, _: usize) -> (f64, f64) {
+            (0.0, 1.0)
+        }
+        fn op_column(&self) -> OpColumn {
+            OpColumn::NoneLabel
+        }
+        fn plan(&self, _: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
+            emit(Step::Gather)
+        }
+        fn fills(&self, _: &FillCtx) -> Vec<Fill> {
+            Vec::new()
+        }
+    }
+    let e = bind(&Native, Natives::NONE, &c, &mut b).unwrap_err();
+    assert!(e.to_string().contains("ncclGather was planned"), "{e}");
+    // Groups left open when a call fails: a failing start opened none, a failing end closed its.
+    let (gs, ge, x) = (Bound::GroupStart, Bound::GroupEnd, send);
+    assert_eq!(open_after_failure(&[gs]), 0);
+    assert_eq!(open_after_failure(&[gs, x]), 1);
+    assert_eq!(open_after_failure(&[gs, gs, x]), 2);
+    assert_eq!(open_after_failure(&[gs, x, recv, ge]), 0);
+    assert_eq!(open_after_failure(&[gs, gs, x, ge]), 1);
+    assert_eq!(open_after_failure(&[gs, x, ge, gs, x]), 1);
+    assert_eq!(open_after_failure(&[x]), 0);
+}

@@ -9,6 +9,7 @@
 //! launches are always waited for (nccl-tests skips the wait with `-z 1/2` and `-m 1`).
 
 use super::measure::{Shape, Worker};
+use super::op::BoundOp;
 use crate::error::Result;
 use crate::gpu::driver::{self, CUgraphExec};
 use std::time::Instant;
@@ -81,13 +82,12 @@ impl Worker<'_> {
     /// operation) in seconds, as [`Worker::timed_loop`] does.
     pub(super) fn graph_loop(
         &self,
-        s: &Shape,
-        in_place: bool,
+        op: &BoundOp,
         n: u64,
         m: u64,
         launches: u64,
     ) -> Result<(f64, f64)> {
-        let graphs = self.capture(|| self.enqueue_loop(s, in_place, n, m, true).map(|_| ()))?;
+        let graphs = self.capture(|| self.enqueue_loop(op, n, m, true).map(|_| ()))?;
         self.e.group.barrier()?;
         let ops = (n * m) as f64;
         let start = Instant::now();
@@ -104,9 +104,10 @@ impl Worker<'_> {
     /// one-operation graph (the caller waits for it).
     pub(super) fn issue_checked_op(&self, s: &Shape, in_place: bool) -> Result<()> {
         if self.e.opts.graph <= 0 {
-            return self.issue(s, in_place, 0);
+            return self.issue_once(s, in_place);
         }
-        let graph = self.capture(|| self.issue(s, in_place, 0))?;
+        let op = self.bind(s, in_place)?;
+        let graph = self.capture(|| self.issue(&op, 0))?;
         self.launch(&graph)
         // Dropping the graph right after the launch is allowed: CUDA frees it once it has run.
     }

@@ -2,22 +2,24 @@
 //! the GPUs the thread owns. Validation is in `validate.rs`, CUDA graphs (`-G`) in `graph.rs`,
 //! per-iteration events and statistics (`-I`) in `per_iter.rs`.
 //!
-//! The timed loop is the hot path: no allocation, no locks, one function-pointer call into NCCL
-//! per GPU per operation (plus one event record per GPU per iteration with `-I 1`).
+//! The timed loop is the hot path: each operation is bound once before the clock starts
+//! (`op.rs`); per operation the loop makes the plan's NCCL calls and nothing else: no
+//! allocation, no locks, no plan interpretation (plus one event record per GPU per iteration
+//! with `-I 1`).
 
+use super::op::BoundOp;
 use super::per_iter::{self, Events};
 use super::setup::Gpu;
 use super::sync::ThreadGroup;
 use super::{interrupt, stall};
 use crate::bootstrap::Reduce;
-use crate::collective::{Call, Collective, Counts};
+use crate::collective::{Collective, Counts};
 use crate::error::{Error, Result};
 use crate::gpu::driver::{self, CUdeviceptr};
 use crate::gpu::nccl::Nccl;
 use crate::options::Options;
 use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
-use std::ffi::c_void;
 use std::time::Instant;
 
 /// What every thread shares.
@@ -92,24 +94,6 @@ pub struct Worker<'a> {
     stall_ms: Option<u64>,
 }
 
-/// `ncclScalarHostImmediate`.
-const SCALAR_HOST_IMMEDIATE: i32 = 1;
-
-/// The bit pattern of the small integer `v` (1 or 2) in datatype `dt`.
-fn scalar_bits(dt: DataType, v: u8) -> u64 {
-    let f = v as f64;
-    match dt {
-        DataType::Half => half::f16::from_f64(f).to_bits() as u64,
-        DataType::Bfloat16 => half::bf16::from_f64(f).to_bits() as u64,
-        DataType::Float => (f as f32).to_bits() as u64,
-        DataType::Double => f.to_bits(),
-        // 1.0 and 2.0 in E4M3 (bias 7) and E5M2 (bias 15).
-        DataType::F8e4m3 => [0x38, 0x40][v as usize - 1],
-        DataType::F8e5m2 => [0x3c, 0x40][v as usize - 1],
-        _ => v as u64,
-    }
-}
-
 /// Runs `f` between `ncclGroupStart`/`ncclGroupEnd` when `grouped`; the group is always closed.
 #[inline]
 pub(super) fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -166,72 +150,6 @@ impl<'a> Worker<'a> {
             (g.send + unalign, recv)
         };
         (send + shift, recv + shift)
-    }
-
-    /// Enqueues one operation (iteration index `it`) on every GPU of this thread.
-    #[inline]
-    pub(super) fn issue(&self, s: &Shape, in_place: bool, it: u64) -> Result<()> {
-        let nccl = self.e.nccl;
-        let ts = s.ts() as u64;
-        let shift = s.span * (it % s.steps);
-        let multi = self.gpus.len() > 1;
-        in_group(nccl, multi, || {
-            for g in &self.gpus {
-                if multi {
-                    driver::set_current(g.ctx)?;
-                }
-                let (send, recv) = self.data_ptrs(g, s, in_place, shift);
-                let mut call = Call {
-                    send: send as *const c_void,
-                    recv: recv as *mut c_void,
-                    counts: s.counts,
-                    dtype: s.dt.nccl_id(),
-                    op: 0,
-                    root: s.root as i32,
-                    comm: g.comm,
-                    stream: g.stream as *mut c_void,
-                    rank: g.rank,
-                    nranks: self.e.nranks,
-                    ts: ts as usize,
-                };
-                match s.op.nccl_builtin() {
-                    Some(op) => {
-                        call.op = op;
-                        self.e.coll.enqueue(nccl, &call)?;
-                    }
-                    None => self.enqueue_premulsum(g, s, &mut call)?,
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// `mulsum`: a PreMulSum op (scalar 1 on even ranks, 2 on odd) created around the call.
-    fn enqueue_premulsum(&self, g: &Gpu, s: &Shape, call: &mut Call) -> Result<()> {
-        let nccl = self.e.nccl;
-        let (Some(create), Some(destroy)) = (nccl.ncclRedOpCreatePreMulSum, nccl.ncclRedOpDestroy)
-        else {
-            return Err(Error::Unsupported(
-                "-o mulsum needs NCCL 2.11 or later (ncclRedOpCreatePreMulSum)".into(),
-            ));
-        };
-        let mut scalar = scalar_bits(s.dt, if g.rank.is_multiple_of(2) { 1 } else { 2 });
-        let mut op = 0;
-        // SAFETY: the scalar is read immediately (host-immediate residence).
-        nccl.check(unsafe {
-            create(
-                &mut op,
-                &mut scalar as *mut u64 as *mut c_void,
-                s.dt.nccl_id(),
-                SCALAR_HOST_IMMEDIATE,
-                g.comm,
-            )
-        })?;
-        call.op = op;
-        let r = self.e.coll.enqueue(nccl, call);
-        // SAFETY: the op was created above on this communicator.
-        let d = nccl.check(unsafe { destroy(op, g.comm) });
-        r.and(d)
     }
 
     /// Polls every stream until idle, checking for asynchronous NCCL errors, the `-T` timeout
@@ -300,8 +218,10 @@ impl<'a> Worker<'a> {
     pub fn warmup(&self, dt: DataType, op: RedOp, root: usize, ladder: &[u64]) -> Result<()> {
         for &bytes in ladder {
             let s = Shape::new(self.e, dt, op, root, bytes);
-            for it in 0..self.e.opts.warmup_iters as u64 {
-                self.issue(&s, false, it)?;
+            let op = self.bind(&s, false)?;
+            let mut rotation = op.rotation();
+            for _ in 0..self.e.opts.warmup_iters {
+                self.issue(&op, rotation.next_shift())?;
             }
             self.wait()?;
         }
@@ -314,7 +234,8 @@ impl<'a> Worker<'a> {
         if o.check > 0 {
             self.prepare(s, in_place, 99, true)?;
         }
-        self.issue(s, in_place, 0)?;
+        let op = self.bind(s, in_place)?;
+        self.issue(&op, 0)?;
         self.wait()?;
         self.e.group.barrier()?;
         if let Some(ms) = self.stall_ms.take() {
@@ -323,9 +244,9 @@ impl<'a> Worker<'a> {
 
         let (n, m) = (o.iters as u64, o.agg_iters as u64);
         let (cpu, local) = if o.graph > 0 {
-            self.graph_loop(s, in_place, n, m, o.graph as u64)?
+            self.graph_loop(&op, n, m, o.graph as u64)?
         } else {
-            self.timed_loop(s, in_place, n, m)?
+            self.timed(&op, n, m)?
         };
         let per_iter = if self.events.active() {
             // With -z 1/2 and m = 1 the last event may still be pending.
@@ -367,11 +288,17 @@ impl<'a> Worker<'a> {
 
     /// The timed loop: `n` iterations of `m` operations (grouped when `m > 1`), with the `-z`
     /// blocking rules. Returns (host enqueue time, completion time) per operation in seconds,
-    /// this thread only.
+    /// this thread only. The operation is bound before the clock starts.
     pub fn timed_loop(&self, s: &Shape, in_place: bool, n: u64, m: u64) -> Result<(f64, f64)> {
+        let op = self.bind(s, in_place)?;
+        self.timed(&op, n, m)
+    }
+
+    /// [`Worker::timed_loop`] of a bound operation.
+    fn timed(&self, op: &BoundOp, n: u64, m: u64) -> Result<(f64, f64)> {
         let z = self.e.opts.blocking;
         let start = Instant::now();
-        let coll_only = self.enqueue_loop(s, in_place, n, m, false)?;
+        let coll_only = self.enqueue_loop(op, n, m, false)?;
         let ops = (n * m) as f64;
         let cpu = if z == 3 {
             coll_only
@@ -395,8 +322,7 @@ impl<'a> Worker<'a> {
     /// `-z 3` (barriers excluded), in seconds.
     pub(super) fn enqueue_loop(
         &self,
-        s: &Shape,
-        in_place: bool,
+        op: &BoundOp,
         n: u64,
         m: u64,
         capturing: bool,
@@ -404,6 +330,15 @@ impl<'a> Worker<'a> {
         let z = self.e.opts.blocking;
         let per_op_wait = (z == 1 || z == 2) && !capturing;
         let events = self.events.active() && !capturing;
+        let mut rotation = op.rotation();
+        if m == 1 && z != 3 && !per_op_wait && !events {
+            // The default loop (-z 0 -m 1, and every capture but -z 3's): the operations and
+            // nothing else.
+            for _ in 0..n {
+                self.issue(op, rotation.next_shift())?;
+            }
+            return Ok(0.0);
+        }
         let nccl = self.e.nccl;
         let mut coll_only = 0.0;
         for iter in 0..n {
@@ -413,8 +348,8 @@ impl<'a> Worker<'a> {
                 if events {
                     self.events.record(&self.gpus, self.events.start_of(iter))?;
                 }
-                for a in 0..m {
-                    self.issue(s, in_place, iter * m + a)?;
+                for _ in 0..m {
+                    self.issue(op, rotation.next_shift())?;
                     if per_op_wait {
                         // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
                         self.wait()?;
@@ -457,21 +392,5 @@ impl<'a> Worker<'a> {
                 Ok(sum / (self.e.world_size * g.threads()) as f64)
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn premulsum_scalars() {
-        assert_eq!(scalar_bits(DataType::Float, 2), 2.0f32.to_bits() as u64);
-        assert_eq!(scalar_bits(DataType::Half, 1), 0x3c00);
-        assert_eq!(scalar_bits(DataType::Bfloat16, 2), 0x4000);
-        assert_eq!(scalar_bits(DataType::Double, 1), 1.0f64.to_bits());
-        assert_eq!(scalar_bits(DataType::Int64, 2), 2);
-        assert_eq!(scalar_bits(DataType::F8e4m3, 1), 0x38);
-        assert_eq!(scalar_bits(DataType::F8e5m2, 2), 0x40);
     }
 }

@@ -6,6 +6,7 @@ pub mod fault;
 mod graph;
 pub mod interrupt;
 mod measure;
+mod op;
 mod output;
 pub mod per_iter;
 pub mod placement;
