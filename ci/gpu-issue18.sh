@@ -180,6 +180,6 @@ done
 unset NCCL_PERF_LIBNCCL
 [ ${#libs[@]} -ge 3 ] || row "NCCL versions tried" "${#libs[@]} (wanted the system one and at least two older)" "FAIL"
 
-fails=$(grep -c ' FAIL' "$S")
+fails=$(grep -c ' FAIL$' "$S")
 echo "== $fails failed" | tee -a "$S"
 [ "$fails" -eq 0 ]

@@ -25,28 +25,29 @@ row() { # check, detail, verdict
 }
 printf '%-44s %-64s %s\n' CHECK DETAIL VERDICT | tee -a "$S"
 
-# rank NAME R PORT KEY BIN ARGS...: one rank in its own UTS namespace, in the background.
+# rank NAME R PORT KEY BIN ARGS...: one rank in its own UTS namespace, in the background; its
+# pid is appended to `pids` (not printed: a rank started inside $(...) would be the subshell's
+# child, and `wait` here would answer 127 for it).
 rank() {
   local name=$1 r=$2 port=$3 key=$4 bin=$5; shift 5
   env RANK="$r" WORLD_SIZE=4 LOCAL_RANK=0 NCCL_PERF_RENDEZVOUS="127.0.0.1:$port" \
     NCCL_PERF_BOOTSTRAP_TIMEOUT=20 NCCL_PERF_RENDEZVOUS_KEY="$key" TORCHELASTIC_RUN_ID=gpu13 \
     unshare -u sh -c "hostname vnode$r; NCCL_HOSTID=vnode$r exec $bin $*" \
     > "$O/$name.$r.out" 2> "$O/$name.$r.err" &
-  echo $!
+  pids+=("$!")
 }
-wait_rc() { wait "$1"; echo $?; }
 
 # 1. Sound launch under a small siege.
 port=$((20000 + RANDOM % 12000))  # below the ephemeral range
-p0=$(rank ok 0 "$port" k1 "$D/all_reduce_perf" -b 1M -e 8M -f 2 -n 5)
+pids=()
+rank ok 0 "$port" k1 "$D/all_reduce_perf" -b 1M -e 8M -f 2 -n 5
 sleep 0.5
 held=()
 for _ in $(seq 1 50); do exec {fd}<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null && held+=("$fd"); done
 exec {junk}<>"/dev/tcp/127.0.0.1/$port" && printf 'GET / HTTP/1.1\r\n\r\n' >&"$junk"
-pids=("$p0")
-for r in 1 2 3; do pids+=("$(rank ok "$r" "$port" k1 "$D/all_reduce_perf" -b 1M -e 8M -f 2 -n 5)"); done
+for r in 1 2 3; do rank ok "$r" "$port" k1 "$D/all_reduce_perf" -b 1M -e 8M -f 2 -n 5; done
 start=$SECONDS
-rcs=""; for p in "${pids[@]}"; do rcs="$rcs$(wait_rc "$p")"; done
+rcs=""; for p in "${pids[@]}"; do wait "$p"; rcs="$rcs$?"; done
 for fd in "${held[@]}" "$junk"; do exec {fd}>&-; done
 devs=$(grep -c '^#  Rank' "$O/ok.0.out")
 oob=$(grep -c 'Out of bounds values : 0 OK' "$O/ok.0.out")
@@ -57,9 +58,9 @@ row "1 sound launch, 50 idle + junk connections" "$detail" "$v"
 # 2. Rank 3 runs other options.
 port=$((20000 + RANDOM % 12000))  # below the ephemeral range
 pids=()
-for r in 0 1 2; do pids+=("$(rank opt "$r" "$port" k2 "$D/all_reduce_perf" -b 1M -e 1M -n 5)"); done
-pids+=("$(rank opt 3 "$port" k2 "$D/all_reduce_perf" -b 2M -e 2M -n 5)")
-rcs=""; for p in "${pids[@]}"; do rcs="$rcs$(wait_rc "$p")"; done
+for r in 0 1 2; do rank opt "$r" "$port" k2 "$D/all_reduce_perf" -b 1M -e 1M -n 5; done
+rank opt 3 "$port" k2 "$D/all_reduce_perf" -b 2M -e 2M -n 5
+rcs=""; for p in "${pids[@]}"; do wait "$p"; rcs="$rcs$?"; done
 named=$(grep -c 'rank 3 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M' "$O/opt.0.err")
 [ "$rcs" = 6666 ] && [ "$named" -ge 1 ] && v=PASS || v=FAIL
 row "2 rank 3 with -b 2M" "rc=$rcs named=$named" "$v"
@@ -67,9 +68,9 @@ row "2 rank 3 with -b 2M" "rc=$rcs named=$named" "$v"
 # 3. Rank 3 with a wrong key.
 port=$((20000 + RANDOM % 12000))  # below the ephemeral range
 pids=()
-for r in 0 1 2; do pids+=("$(rank key "$r" "$port" right "$D/all_reduce_perf" -b 1M -e 1M -n 5)"); done
-pids+=("$(rank key 3 "$port" wrong "$D/all_reduce_perf" -b 1M -e 1M -n 5)")
-rcs=""; for p in "${pids[@]}"; do rcs="$rcs$(wait_rc "$p")"; done
+for r in 0 1 2; do rank key "$r" "$port" right "$D/all_reduce_perf" -b 1M -e 1M -n 5; done
+rank key 3 "$port" wrong "$D/all_reduce_perf" -b 1M -e 1M -n 5
+rcs=""; for p in "${pids[@]}"; do wait "$p"; rcs="$rcs$?"; done
 named=$(grep -c 'missing: rank 3' "$O/key.0.err")
 [ "${rcs:0:1}" = 4 ] && [ "${rcs:3:1}" = 6 ] && [ "$named" -ge 1 ] && v=PASS || v=FAIL
 row "3 rank 3 with a wrong key" "rc=$rcs named=$named" "$v"
