@@ -111,6 +111,16 @@ pub enum Error {
         /// A wait ran out (exit code 4) rather than a connection being lost (exit code 1).
         timed_out: bool,
     },
+    /// A failure (an NCCL error, a `-T` timeout) that followed the loss of another process of
+    /// the run: the failure is reported as usual, then the bootstrap's error naming the lost
+    /// process, whose exit code the run ends with.
+    #[error("{failure}")]
+    AfterLostPeer {
+        /// What this process saw.
+        failure: Box<Error>,
+        /// The bootstrap's error naming the process that left or fell silent.
+        lost: Box<Error>,
+    },
 }
 
 impl Error {
@@ -131,11 +141,15 @@ impl Error {
             Error::Bootstrap { .. } => code::INTERNAL,
             // The shell's convention: 128 + the signal (130 for SIGINT, 143 for SIGTERM).
             Error::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
+            Error::AfterLostPeer { lost, .. } => lost.exit_code(),
         }
     }
 
     /// True when nccl-tests prints this failure on stdout (tools grep for these lines).
     pub fn on_stdout(&self) -> bool {
+        if let Error::AfterLostPeer { failure, .. } = self {
+            return failure.on_stdout();
+        }
         matches!(
             self,
             Error::Cuda { .. }
@@ -158,6 +172,7 @@ impl Error {
             | Error::Bootstrap { .. } => {
                 format!("{host}: {self}")
             }
+            Error::AfterLostPeer { failure, .. } => failure.render(host),
             _ => self.to_string(),
         }
     }
@@ -183,6 +198,17 @@ impl Error {
         }
     }
 
+    /// A failure that the loss of another process may explain: NCCL errors other than invalid
+    /// arguments or usage (NCCL reports a dead peer as a system, internal or remote error) and
+    /// `-T` timeouts.
+    pub fn may_follow_a_lost_peer(&self) -> bool {
+        match self {
+            Error::Nccl { code, .. } => !matches!(code, 4 | 5),
+            Error::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+
     /// A signal stopped the run.
     pub fn is_interrupted(&self) -> bool {
         matches!(self, Error::Interrupted { .. })
@@ -204,6 +230,37 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_after_a_lost_peer_prints_as_itself_and_exits_as_the_loss() {
+        let nccl = |code| Error::Nccl {
+            site: Location::caller(),
+            code,
+            msg: "remote process exited or there was a network error".into(),
+            last: String::new(),
+        };
+        assert!(nccl(6).may_follow_a_lost_peer() && nccl(2).may_follow_a_lost_peer());
+        assert!(
+            !nccl(4).may_follow_a_lost_peer() && !Error::Usage("x".into()).may_follow_a_lost_peer()
+        );
+        let lost = |timed_out| Error::Bootstrap {
+            msg: "rank 2 (pid 7 on n3) left the run".into(),
+            timed_out,
+        };
+        let e = Error::AfterLostPeer {
+            failure: Box::new(nccl(6)),
+            lost: Box::new(lost(false)),
+        };
+        assert!(e.on_stdout());
+        assert_eq!(e.render("n1"), nccl(6).render("n1"));
+        assert!(e.render("n1").starts_with("n1: Test NCCL failure "));
+        assert_eq!(e.exit_code(), 1);
+        let stopped = Error::AfterLostPeer {
+            failure: Box::new(nccl(6)),
+            lost: Box::new(lost(true)),
+        };
+        assert_eq!(stopped.exit_code(), 4);
+    }
 
     #[test]
     fn exit_codes_follow_nccl_tests() {

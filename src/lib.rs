@@ -49,6 +49,9 @@ pub fn report_error(e: &Error) {
     } else {
         eprintln!("{}", e.render(&host));
     }
+    if let Error::AfterLostPeer { lost, .. } = e {
+        eprintln!("{}", lost.render(&host));
+    }
 }
 
 /// Turns any panic into one line on stderr and exit code 1, never a backtrace, and never a hang

@@ -3,7 +3,8 @@
 //! are busy. The test hook `NCCL_PERF_TEST_STALL_S` makes every process wait after the bootstrap
 //! as if running on its GPUs, where only the watchdog can notice a lost peer. The survivors must
 //! stop within seconds with a message naming the lost rank, exit non-zero, and leave a
-//! well-formed `-J` JSON file; a stop signal must close the JSON file too.
+//! well-formed `-J` JSON file; a stop signal must close the JSON file too. A process that is
+//! stopped (SIGSTOP) rather than killed is named too, by its missing heartbeats.
 
 mod support;
 
@@ -44,6 +45,7 @@ fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc
         .env("RUST_BACKTRACE", "1")
         .env("NCCL_PERF_TEST_STALL_S", "60")
         .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "30")
+        .env("NCCL_PERF_HEARTBEAT_TIMEOUT", "2")
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(File::create(dir.join(format!("out{rank}"))).unwrap())
@@ -111,9 +113,22 @@ fn well_formed(path: &Path) -> serde_json::Value {
     v
 }
 
-/// Kills `victim` in a job of `size` and checks every survivor.
+/// Kills `victim` in a job of `size` and checks every survivor: exit code 1 and the last line
+/// of stderr holding `expect(rank, victim)`.
 fn kill_one(size: usize, victim: usize, expect: impl Fn(usize, usize) -> String) {
-    let dir = support::scratch(&format!("rank-kill-{size}-{victim}"));
+    fault_one(size, victim, "-KILL", 1, |r, v| vec![expect(r, v)])
+}
+
+/// Sends `sig` to `victim` in a job of `size` and checks every survivor: exit code `code` and
+/// the last line of stderr holding each of `expect(rank, victim)` (`{pid}`: the victim's).
+fn fault_one(
+    size: usize,
+    victim: usize,
+    sig: &str,
+    code: i32,
+    expect: impl Fn(usize, usize) -> Vec<String>,
+) {
+    let dir = support::scratch(&format!("rank-fault-{size}-{victim}{sig}"));
     let port = free_port();
     let mut procs: Vec<Proc> = (0..size)
         .map(|r| {
@@ -127,22 +142,26 @@ fn kill_one(size: usize, victim: usize, expect: impl Fn(usize, usize) -> String)
         .collect();
     wait_for_stall(&procs);
     let victim_pid = procs[victim].child.id();
-    procs[victim].child.kill().unwrap();
-    let _ = procs[victim].child.wait();
+    signal(victim_pid, sig);
     for p in procs.iter_mut().filter(|p| p.rank != victim) {
-        let (code, took) = wait(p, STOP_WITHIN);
+        let (got, took) = wait(p, STOP_WITHIN);
         let err = p.stderr();
-        assert_eq!(code, Some(1), "rank {}: {err}", p.rank);
+        assert_eq!(got, Some(code), "rank {}: {err}", p.rank);
         assert!(!err.contains("panicked"), "{err}");
         let last = err.lines().last().unwrap_or_default();
-        let want = expect(p.rank, victim).replace("{pid}", &victim_pid.to_string());
-        assert!(
-            last.contains(&want),
-            "rank {}: '{want}' not in: {err}",
-            p.rank
-        );
+        for want in expect(p.rank, victim) {
+            let want = want.replace("{pid}", &victim_pid.to_string());
+            assert!(
+                last.contains(&want),
+                "rank {}: '{want}' not in: {err}",
+                p.rank
+            );
+        }
         eprintln!("rank {} stopped after {took:?}: {last}", p.rank);
     }
+    // A stopped victim is still there: end it.
+    let _ = procs[victim].child.kill();
+    let _ = procs[victim].child.wait();
     // Rank 0 created the JSON file before the stall; it is well-formed whoever died.
     let v = well_formed(&dir.join("r.json"));
     assert_eq!(v["results"].as_array().unwrap().len(), 0);
@@ -165,6 +184,31 @@ fn a_killed_rank_stops_the_others_naming_it() {
 fn a_killed_rank_0_stops_the_others_naming_it() {
     kill_one(3, 0, |_, _| {
         "lost the connection to rank 0 at 127.0.0.1:".into()
+    });
+}
+
+#[test]
+fn a_stopped_rank_stops_the_others_naming_it() {
+    fault_one(4, 2, "-STOP", 4, |rank, victim| {
+        let lost = format!("rank {victim} (pid {{pid}} on ");
+        vec![
+            if rank == 0 {
+                format!("bootstrap: {lost}")
+            } else {
+                format!("bootstrap: rank 0 stopped the run: {lost}")
+            },
+            "not even a heartbeat: its process is stopped (SIGSTOP".into(),
+        ]
+    });
+}
+
+#[test]
+fn a_stopped_rank_0_stops_the_others_naming_it() {
+    fault_one(3, 0, "-STOP", 4, |_, _| {
+        vec![
+            "bootstrap: rank 0 at 127.0.0.1:".into(),
+            "not even a heartbeat: its process is stopped (SIGSTOP".into(),
+        ]
     });
 }
 

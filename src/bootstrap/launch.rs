@@ -59,6 +59,9 @@ pub struct TcpLaunch {
     pub bind: Option<IpAddr>,
     /// How long to wait for the other processes.
     pub timeout: Duration,
+    /// How long a process may stay silent (no message, no heartbeat) before the others name
+    /// it as stopped (`NCCL_PERF_HEARTBEAT_TIMEOUT`); `None` sends and checks no heartbeats.
+    pub silence: Option<Duration>,
 }
 
 /// Variables that only an MPI launcher sets.
@@ -180,6 +183,23 @@ pub fn launcher_size(env: Env) -> Option<(&'static str, usize)> {
     .find_map(|v| Some((v, env(v)?.trim().parse().ok()?)))
 }
 
+/// The heartbeat timeout when `NCCL_PERF_HEARTBEAT_TIMEOUT` is not set.
+pub const DEFAULT_SILENCE: Duration = Duration::from_secs(10);
+
+/// `NCCL_PERF_HEARTBEAT_TIMEOUT` in seconds (fractions allowed), default 10; 0 turns the
+/// heartbeats off.
+pub fn silence(env: Env) -> Result<Option<Duration>> {
+    let Some(v) = env("NCCL_PERF_HEARTBEAT_TIMEOUT").filter(|v| !v.trim().is_empty()) else {
+        return Ok(Some(DEFAULT_SILENCE));
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if (0.0..=1e7).contains(&s) => Ok((s > 0.0).then(|| Duration::from_secs_f64(s))),
+        _ => Err(Error::Usage(format!(
+            "NCCL_PERF_HEARTBEAT_TIMEOUT='{v}' is not a number of seconds (0 turns heartbeats off)"
+        ))),
+    }
+}
+
 /// `NCCL_PERF_BOOTSTRAP_TIMEOUT` in seconds (fractions allowed), default 120.
 pub fn timeout(env: Env) -> Result<Duration> {
     let Some(v) = env("NCCL_PERF_BOOTSTRAP_TIMEOUT").filter(|v| !v.trim().is_empty()) else {
@@ -248,6 +268,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         None => None,
     };
     let port_override = port_var(env, "NCCL_PERF_RENDEZVOUS_PORT")?;
+    let silence = silence(env)?;
     let launch = |launcher, rank, size, local_rank, addr: Option<(String, u16)>, job: String| {
         let (host, port) = addr.unwrap_or_default();
         TcpLaunch {
@@ -262,6 +283,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             secret: Secret::default(),
             bind: None,
             timeout,
+            silence,
         }
     };
     let found = |mut t: TcpLaunch| -> Result<Option<TcpLaunch>> {

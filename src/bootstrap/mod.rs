@@ -96,6 +96,13 @@ pub trait Bootstrap: Sync {
     fn check_peers(&self) -> Result<()> {
         Ok(())
     }
+    /// After this process failed in a way a lost process explains (NCCL's "remote process
+    /// exited", a `-T` timeout): the error naming a process that left the run or fell silent,
+    /// if one is known or becomes known within `wait`. `None` where processes are not watched
+    /// (a single process, MPI, where the launcher ends the job).
+    fn lost_peer(&self, _wait: std::time::Duration) -> Option<Error> {
+        None
+    }
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
     /// job so no process waits forever; the default does nothing (the caller reports, and the
     /// other processes notice the closed connection).

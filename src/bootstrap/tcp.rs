@@ -4,11 +4,15 @@
 //! and group ranks. Collectives go through rank 0 (star): each rank sends its part, rank 0
 //! combines and answers. Every wait is bounded by the bootstrap timeout: a rank that never
 //! arrives or leaves makes rank 0 stop everyone with a message naming it. Only processes that
-//! prove the job key (`auth.rs`) take a rank. Meeting is in `meet.rs`, rank 0's door (many
-//! connections at once, bounded) in `door.rs`, the wire format in `wire.rs`.
+//! prove the job key (`auth.rs`) take a rank. Once met, every connection carries heartbeats
+//! (`beat.rs`), so a process that is stopped or frozen is named too, not only one that left.
+//! Meeting is in `meet.rs`, rank 0's door (many connections at once, bounded) in `door.rs`,
+//! the wire format in `wire.rs`.
 
+mod beat;
 mod door;
 mod meet;
+mod watch;
 mod wire;
 
 use super::auth::JobKey;
@@ -16,10 +20,12 @@ use super::fingerprint::Fingerprint;
 use super::launch::TcpLaunch;
 use super::{Bootstrap, Group, Reduce, local, peer_text};
 use crate::error::{Error, Result};
+use beat::{Beats, Wait, Writer};
 use meet::Hello;
 use std::net::TcpStream;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use watch::STOPPED;
 use wire::{Decoder, Encoder, RecvError};
 
 /// Rank 0's side of a collective: every rank's contribution and colour (in rank order) → every
@@ -39,18 +45,25 @@ pub struct TcpBootstrap {
     group: Group,
     address: String,
     timeout: Duration,
+    /// How long a peer may stay silent before it is named as stopped (`None`: heartbeats off).
+    silence: Option<Duration>,
     /// The job key every hello and welcome is signed with.
     key: JobKey,
     /// The key proves the job (a secret or a launcher job id): a misfit that holds it is a
     /// wrong launch, not a stranger.
     strong: bool,
     link: Mutex<Link>,
+    /// The first failure of the link that names a lost or silent process (its message, and
+    /// whether a wait ran out), kept for [`Bootstrap::lost_peer`].
+    lost: Mutex<Option<(String, bool)>>,
+    /// The heartbeat thread, once the processes have met.
+    beats: Option<Beats>,
 }
 
 enum Link {
     Alone,
     Root(Vec<Peer>),
-    Leaf(TcpStream),
+    Leaf(Leaf),
     Broken(String),
 }
 
@@ -60,7 +73,21 @@ struct Peer {
     host: String,
     pid: u32,
     color: i64,
+    /// The connection, read under the link's lock.
     stream: TcpStream,
+    /// The same connection for writing (shared with the heartbeat thread).
+    writer: Writer,
+    /// When it was last heard from (any message or heartbeat).
+    heard: Instant,
+    /// A message it sent for the next collective, read early while checking on it.
+    pending: Option<(u8, Vec<u8>)>,
+}
+
+/// Rank 0 as any other process knows it.
+struct Leaf {
+    stream: TcpStream,
+    writer: Writer,
+    heard: Instant,
 }
 
 fn failure(msg: String, timed_out: bool) -> Error {
@@ -97,7 +124,10 @@ impl TcpBootstrap {
             timeout: launch.timeout,
             key: JobKey::derive(&launch.job, &launch.secret),
             strong: launch.secret.is_set() || !launch.job.is_empty(),
+            silence: launch.silence,
             link: Mutex::new(Link::Alone),
+            lost: Mutex::new(None),
+            beats: None,
         };
         if launch.size <= 1 {
             return Ok(b);
@@ -106,25 +136,54 @@ impl TcpBootstrap {
             let peers = b.accept_all(launch, &me)?;
             Link::Root(peers)
         } else {
-            Link::Leaf(b.join(launch, &me)?)
+            let stream = b.join(launch, &me)?;
+            let writer = beat::writer(&stream).map_err(|e| {
+                failure(
+                    format!("the connection to rank 0 at {}: {e}", b.address),
+                    false,
+                )
+            })?;
+            Link::Leaf(Leaf {
+                stream,
+                writer,
+                heard: Instant::now(),
+            })
         };
+        if let Some(q) = b.silence {
+            let writers = match &link {
+                Link::Root(peers) => peers.iter().map(|p| p.writer.clone()).collect(),
+                Link::Leaf(l) => vec![l.writer.clone()],
+                _ => Vec::new(),
+            };
+            b.beats = Some(Beats::start(writers, beat::period(q)));
+        }
         b.link = Mutex::new(link);
         Ok(b)
     }
 
-    /// Reads rank 0's answer (welcome or reply), turning an abort into an error.
-    fn answer(&self, stream: &mut TcpStream, what: &str) -> Result<Vec<u8>> {
-        match wire::recv(stream, Instant::now() + self.timeout + GRACE) {
+    /// Reads rank 0's answer to a collective, turning an abort into an error.
+    fn answer(&self, leaf: &mut Leaf, what: &str) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + self.timeout + GRACE;
+        match beat::recv_live(&mut leaf.stream, deadline, &mut leaf.heard, self.silence) {
             Ok((wire::ABORT, body)) => Err(self.aborted(&body)),
             Ok((_, body)) => Ok(body),
-            Err(RecvError::Closed) => Err(failure(
+            Err(Wait::Silent(d)) => Err(failure(
+                format!(
+                    "rank 0 at {} has sent nothing for {} during the {what}, not even a \
+                     heartbeat: {STOPPED}",
+                    self.address,
+                    secs(d)
+                ),
+                true,
+            )),
+            Err(Wait::Failed(RecvError::Closed)) => Err(failure(
                 format!(
                     "lost the connection to rank 0 at {} during the {what}: rank 0 ended or failed",
                     self.address
                 ),
                 false,
             )),
-            Err(RecvError::TimedOut) => Err(failure(
+            Err(Wait::Failed(RecvError::TimedOut)) => Err(failure(
                 format!(
                     "rank 0 at {} did not answer the {what} within {}; missing: rank 0",
                     self.address,
@@ -132,7 +191,7 @@ impl TcpBootstrap {
                 ),
                 true,
             )),
-            Err(RecvError::Other(e)) => Err(failure(
+            Err(Wait::Failed(RecvError::Other(e))) => Err(failure(
                 format!("rank 0 at {}: {e} during the {what}", self.address),
                 false,
             )),
@@ -169,8 +228,8 @@ impl TcpBootstrap {
                 format!("the bootstrap already failed: {why}"),
                 false,
             )),
-            Link::Leaf(stream) => match wire::send(stream, tag, &body, self.timeout) {
-                Ok(()) => self.answer(stream, what),
+            Link::Leaf(leaf) => match beat::send(&leaf.writer, tag, &body, self.timeout) {
+                Ok(()) => self.answer(leaf, what),
                 Err(e) => Err(failure(
                     format!(
                         "lost the connection to rank 0 at {} during the {what}: {e}",
@@ -182,9 +241,19 @@ impl TcpBootstrap {
             Link::Root(peers) => self.root_round(peers, tag, body, combine),
         };
         if let Err(e) = &outcome {
-            *link = Link::Broken(e.to_string());
+            self.broke(&mut link, e);
         }
         outcome
+    }
+
+    /// Marks the link broken by `e`, keeping the first such failure for [`Bootstrap::lost_peer`].
+    fn broke(&self, link: &mut Link, e: &Error) {
+        *link = Link::Broken(e.to_string());
+        if let Error::Bootstrap { msg, timed_out } = e
+            && let Ok(mut lost) = self.lost.lock()
+        {
+            lost.get_or_insert_with(|| (msg.clone(), *timed_out));
+        }
     }
 
     fn root_round(
@@ -198,8 +267,12 @@ impl TcpBootstrap {
         let deadline = Instant::now() + self.timeout;
         let mut bodies = vec![mine];
         for i in 0..peers.len() {
-            let got = wire::recv(&mut peers[i].stream, deadline);
-            let (rank, pid, host) = (peers[i].rank, peers[i].pid, peers[i].host.clone());
+            let p = &mut peers[i];
+            let got = match p.pending.take() {
+                Some(m) => Ok(m),
+                None => beat::recv_live(&mut p.stream, deadline, &mut p.heard, self.silence),
+            };
+            let (rank, pid, host) = (p.rank, p.pid, p.host.clone());
             let problem = match got {
                 Ok((t, body)) if t == tag => {
                     bodies.push(body);
@@ -212,23 +285,31 @@ impl TcpBootstrap {
                     ),
                     false,
                 ),
-                Err(RecvError::Closed) => failure(
+                Err(Wait::Failed(RecvError::Closed)) => failure(
                     format!(
                         "rank {rank} (pid {pid} on {host}) left the run before the {what}: its \
                          process ended or failed"
                     ),
                     false,
                 ),
-                Err(RecvError::Other(e)) => failure(
+                Err(Wait::Failed(RecvError::Other(e))) => failure(
                     format!("rank {rank} ({host}): {e} during the {what}"),
                     false,
                 ),
-                Err(RecvError::TimedOut) => {
-                    // Who else is missing: those that have neither sent nor closed.
+                Err(Wait::Silent(d)) => failure(
+                    format!(
+                        "rank {rank} (pid {pid} on {host}) has sent nothing for {} during the \
+                         {what}, not even a heartbeat: {STOPPED}",
+                        secs(d)
+                    ),
+                    true,
+                ),
+                Err(Wait::Failed(RecvError::TimedOut)) => {
+                    // Who else is missing: those that have sent nothing but heartbeats.
                     let mut by_rank = vec![String::new(); self.size];
                     let mut ranks = Vec::new();
-                    for q in &peers[i..] {
-                        if q.rank == rank || wire::poll(&q.stream) != Some(true) {
+                    for q in peers[i..].iter_mut() {
+                        if q.rank == rank || !q.has_sent() {
                             ranks.push(q.rank);
                             by_rank[q.rank] = q.host.clone();
                         }
@@ -247,18 +328,24 @@ impl TcpBootstrap {
                 Error::Bootstrap { msg, timed_out } => (msg.clone(), *timed_out),
                 other => (other.to_string(), false),
             };
-            abort_all(peers.iter_mut().map(|p| &mut p.stream), &text, timed_out);
+            abort_peers(peers, None, &text, timed_out);
             return Err(problem);
+        }
+        // Everyone spoke in this round, however long it took.
+        let now = Instant::now();
+        for p in peers.iter_mut() {
+            p.heard = now;
         }
         let colors: Vec<i64> = std::iter::once(self.group.color)
             .chain(peers.iter().map(|p| p.color))
             .collect();
         let mut answers = combine(&bodies, &colors).into_iter();
         let own = answers.next().unwrap_or_default();
-        for (p, a) in peers.iter_mut().zip(answers) {
-            if let Err(e) = wire::send(&mut p.stream, wire::REPLY, &a, self.timeout) {
+        for i in 0..peers.len() {
+            let (p, a) = (&peers[i], answers.next().unwrap_or_default());
+            if let Err(e) = beat::send(&p.writer, wire::REPLY, &a, self.timeout) {
                 let msg = format!("rank {} ({}) left during the {what}: {e}", p.rank, p.host);
-                abort_all(peers.iter_mut().map(|p| &mut p.stream), &msg, false);
+                abort_peers(peers, None, &msg, false);
                 return Err(failure(msg, false));
             }
         }
@@ -342,13 +429,31 @@ impl Bootstrap for TcpBootstrap {
         };
         let outcome = match &mut *link {
             Link::Alone | Link::Broken(_) => Ok(()),
-            Link::Root(peers) => root_check(peers),
-            Link::Leaf(stream) => self.leaf_check(stream),
+            Link::Root(peers) => self.root_check(peers),
+            Link::Leaf(leaf) => self.leaf_check(leaf),
         };
         if let Err(e) = &outcome {
-            *link = Link::Broken(e.to_string());
+            self.broke(&mut link, e);
         }
         outcome
+    }
+    fn lost_peer(&self, wait: Duration) -> Option<Error> {
+        if self.size <= 1 {
+            return None;
+        }
+        let until = Instant::now() + wait;
+        loop {
+            if let Some((msg, timed_out)) = self.lost.lock().ok()?.clone() {
+                return Some(failure(msg, timed_out));
+            }
+            if let Err(e) = self.check_peers() {
+                return Some(e);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     fn fail(&self, err: &Error) {
         // Rank 0 tells the others why the run stops, instead of letting them find a closed
@@ -356,9 +461,9 @@ impl Bootstrap for TcpBootstrap {
         let Ok(mut link) = self.link.lock() else {
             return;
         };
-        if let Link::Root(peers) = &mut *link {
+        if let Link::Root(peers) = &*link {
             let why = err.to_string().replace('\n', " ");
-            abort_all(peers.iter_mut().map(|p| &mut p.stream), &why, false);
+            abort_peers(peers, None, &why, false);
             *link = Link::Broken(why);
         }
     }
@@ -383,57 +488,29 @@ impl Bootstrap for TcpBootstrap {
     }
 }
 
-impl TcpBootstrap {
-    /// A leaf between collectives: rank 0 sends nothing then unless it stops the run, so data
-    /// waiting is its abort; a closed connection means rank 0 is gone.
-    fn leaf_check(&self, stream: &mut TcpStream) -> Result<()> {
-        match wire::poll(stream) {
-            None => Ok(()),
-            Some(false) => Err(failure(
-                format!(
-                    "lost the connection to rank 0 at {}: rank 0 ended or was killed",
-                    self.address
-                ),
-                false,
-            )),
-            Some(true) => self
-                .answer(stream, "run")
-                .and_then(|_| Err(failure("rank 0 sent a message out of step".into(), false))),
+/// Tells every peer but `skip` why the run stops (best effort; each through its writer, so
+/// no heartbeat cuts in); `timed_out` sets their exit code.
+fn abort_peers(peers: &[Peer], skip: Option<usize>, why: &str, timed_out: bool) {
+    let body = Encoder::default().u32(failed_kind(timed_out)).str(why).0;
+    for (i, p) in peers.iter().enumerate() {
+        if Some(i) != skip {
+            let _ = beat::send(&p.writer, wire::ABORT, &body, Duration::from_secs(1));
         }
     }
 }
 
-/// Rank 0 between collectives: a peer whose connection closed has left; the others are told
-/// (naming it) and the run stops. Data waiting is a peer already in the next collective.
-fn root_check(peers: &mut [Peer]) -> Result<()> {
-    let Some(gone) = wire::first_closed(peers.iter().map(|p| &p.stream)) else {
-        return Ok(());
-    };
-    let p = &peers[gone];
-    let msg = format!(
-        "rank {} (pid {} on {}) left the run: its process failed (see its own error output) or was killed",
-        p.rank, p.pid, p.host
-    );
-    abort_all(
-        peers
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| *i != gone)
-            .map(|(_, p)| &mut p.stream),
-        &msg,
-        false,
-    );
-    Err(failure(msg, false))
-}
-
 /// Tells every reachable peer why the run stops (best effort); `timed_out` sets their exit code.
 fn abort_all<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, timed_out: bool) {
-    let kind = if timed_out {
+    abort_with(peers, why, failed_kind(timed_out));
+}
+
+/// The abort kind of a failure: a timeout (exit 4) or not (exit 1).
+fn failed_kind(timed_out: bool) -> u32 {
+    if timed_out {
         wire::abort::TIMED_OUT
     } else {
         wire::abort::FAILED
-    };
-    abort_with(peers, why, kind);
+    }
 }
 
 /// Tells every reachable peer that the launch is wrong (they exit 6 too).
@@ -456,8 +533,10 @@ fn format_address(host: &str, port: u16) -> String {
     }
 }
 
+/// `120 s`, `2.5 s`: seconds to a tenth.
 fn secs(d: Duration) -> String {
-    format!("{} s", d.as_secs_f64())
+    let t = format!("{:.1}", d.as_secs_f64());
+    format!("{} s", t.strip_suffix(".0").unwrap_or(&t))
 }
 
 /// `1, 3-5 (node02), 7 (node04)`: ranks in ranges, with their host where known; long lists cut.

@@ -133,22 +133,32 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
     fault::init(program)?;
     let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
-    let result = start(opts, coll, program, &*boot, args);
-    match &result {
-        Ok(_) => boot.finalize()?,
+    match start(opts, coll, program, &*boot, args) {
+        Ok(code) => {
+            boot.finalize()?;
+            Ok(code)
+        }
         Err(e) => {
             // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
-            // does: say whether a process left, naming it.
-            if matches!(e, Error::Nccl { .. } | Error::Timeout { .. })
-                && let Err(lost) = boot.check_peers()
+            // does: give the bootstrap a moment to name the process that left.
+            if e.may_follow_a_lost_peer()
+                && let Some(lost) = boot.lost_peer(LOST_PEER_WAIT)
             {
-                eprintln!("{}", lost.render(&crate::host::short_hostname()));
+                boot.fail(&lost);
+                return Err(Error::AfterLostPeer {
+                    failure: Box::new(e),
+                    lost: Box::new(lost),
+                });
             }
-            boot.fail(e)
+            boot.fail(&e);
+            Err(e)
         }
     }
-    result
 }
+
+/// How long a process whose NCCL call failed waits to learn whether another process left the
+/// run (rank 0 notices within 100 ms and tells the others).
+const LOST_PEER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 fn start(
     opts: &Options,

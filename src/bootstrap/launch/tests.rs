@@ -54,6 +54,7 @@ fn slurm_rank_size_local_rank_and_first_host() {
     assert!((20000..30000).contains(&t.port), "{}", t.port);
     assert_eq!(t.job, "slurm:1234.0");
     assert_eq!(t.timeout, DEFAULT_TIMEOUT);
+    assert_eq!(t.silence, Some(DEFAULT_SILENCE));
     let hosts = t.expected_hosts.unwrap();
     assert_eq!(hosts.len(), 8);
     assert_eq!((hosts[5].as_str(), hosts[7].as_str()), ("node05", "other"));
@@ -259,6 +260,34 @@ fn bad_values_are_usage_errors() {
         ("NCCL_PERF_BOOTSTRAP_TIMEOUT", "2.5"),
     ]);
     assert_eq!(t.timeout, Duration::from_millis(2500));
+}
+
+#[test]
+fn the_heartbeat_timeout_is_seconds_and_0_turns_it_off() {
+    let with = |v: &'static str| {
+        tcp(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "h"),
+            ("NCCL_PERF_HEARTBEAT_TIMEOUT", v),
+        ])
+        .silence
+    };
+    assert_eq!(with("2.5"), Some(Duration::from_millis(2500)));
+    assert_eq!(with("0"), None);
+    assert_eq!(with(" "), Some(DEFAULT_SILENCE));
+    for bad in ["-1", "x", "nan", "1e9"] {
+        let vars = [
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "h"),
+            ("NCCL_PERF_HEARTBEAT_TIMEOUT", bad),
+        ];
+        assert!(
+            matches!(detect_with(&vars, false), Err(Error::Usage(_))),
+            "{bad}"
+        );
+    }
 }
 
 #[test]

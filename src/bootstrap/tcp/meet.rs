@@ -4,7 +4,7 @@
 
 use super::door::{Arrival, Door, Next};
 use super::wire::{self, Decoder, Encoder, RecvError};
-use super::{Peer, TcpBootstrap, abort_all, abort_launch, failure, rank_list, secs};
+use super::{Peer, TcpBootstrap, abort_all, abort_launch, beat, failure, rank_list, secs};
 use crate::bootstrap::auth;
 use crate::bootstrap::fingerprint::{self, Fingerprint};
 use crate::bootstrap::launch::TcpLaunch;
@@ -324,12 +324,21 @@ impl TcpBootstrap {
                 );
                 return Err(failure(msg, false));
             }
+            let writer = beat::writer(&stream).map_err(|e| {
+                failure(
+                    format!("the connection of rank {r} ({}): {e}", h.host),
+                    false,
+                )
+            })?;
             peers.push(Peer {
                 rank: r,
                 host: h.host,
                 pid: h.pid,
                 color: h.color,
                 stream,
+                writer,
+                heard: Instant::now(),
+                pending: None,
             });
         }
         Ok(peers)

@@ -26,8 +26,13 @@ fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
         secret: Default::default(),
         bind: None,
         timeout: Duration::from_millis(timeout_ms),
+        // Short, so that the tests also show heartbeats keep quiet and slow ranks alive.
+        silence: Some(SILENCE),
     }
 }
+
+/// The heartbeat timeout of these tests.
+const SILENCE: Duration = Duration::from_secs(1);
 
 /// Runs `f` on `ranks` of a `size`-process run, one thread each, returning each rank's result.
 fn run_ranks<T: Send>(
@@ -35,7 +40,7 @@ fn run_ranks<T: Send>(
     ranks: &[usize],
     timeout_ms: u64,
     colors: &[i64],
-    f: impl Fn(&TcpBootstrap) -> Result<T> + Sync,
+    f: impl Fn(&mut TcpBootstrap) -> Result<T> + Sync,
 ) -> Vec<Result<T>> {
     let port = free_port();
     std::thread::scope(|s| {
@@ -45,9 +50,9 @@ fn run_ranks<T: Send>(
             .map(|&r| {
                 let color = colors.get(r).copied().unwrap_or(0);
                 s.spawn(move || {
-                    let b =
+                    let mut b =
                         TcpBootstrap::connect(&launch(r, size, port, timeout_ms), color, &run())?;
-                    f(&b)
+                    f(&mut b)
                 })
             })
             .collect();
@@ -175,6 +180,161 @@ fn a_rank_that_leaves_between_collectives_is_found_by_check_peers() {
     );
 }
 
+/// A process that stops (SIGSTOP) keeps its connection but falls silent: its heartbeats end.
+fn stop(b: &mut TcpBootstrap, for_how_long: Duration) {
+    drop(b.beats.take());
+    std::thread::sleep(for_how_long);
+}
+
+#[test]
+fn a_stopped_rank_is_named_by_check_peers() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 2 {
+            stop(b, Duration::from_secs(3));
+            return Ok((String::new(), 0));
+        }
+        let start = Instant::now();
+        loop {
+            if let Err(e) = b.check_peers() {
+                return Ok((e.to_string(), e.exit_code()));
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "never noticed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let (m0, code0) = results[0].as_ref().unwrap();
+    assert!(
+        m0.starts_with("bootstrap: rank 2 (pid ") && m0.contains("not even a heartbeat"),
+        "{m0}"
+    );
+    let (m1, code1) = results[1].as_ref().unwrap();
+    assert!(
+        m1.starts_with("bootstrap: rank 0 stopped the run: rank 2 (pid ")
+            && m1.contains("stopped (SIGSTOP"),
+        "{m1}"
+    );
+    // A wait that ran out: exit code 4 everywhere.
+    assert_eq!((*code0, *code1), (4, 4));
+}
+
+#[test]
+fn a_stopped_rank_is_named_in_a_collective_long_before_the_timeout() {
+    let start = Instant::now();
+    let results = run_ranks(3, &[0, 1, 2], 30_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 1 {
+            stop(b, Duration::from_secs(3));
+            return Ok(());
+        }
+        b.barrier()
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    for r in [&results[0], &results[2]] {
+        let e = r.as_ref().unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("rank 1 (pid ")
+                && msg.contains("during the barrier, not even a heartbeat"),
+            "{msg}"
+        );
+        assert_eq!(e.exit_code(), 4, "{msg}");
+    }
+}
+
+#[test]
+fn a_stopped_rank_0_is_named_by_the_others() {
+    let results = run_ranks(3, &[0, 1, 2], 30_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 0 {
+            stop(b, Duration::from_secs(3));
+            return Ok(String::new());
+        }
+        // One rank waits in a collective, the other checks as the watchdog does.
+        if b.world_rank() == 1 {
+            return b.barrier().map(|()| String::new());
+        }
+        let start = Instant::now();
+        loop {
+            if let Err(e) = b.check_peers() {
+                return Ok(e.to_string());
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "never noticed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let e1 = results[1].as_ref().unwrap_err().to_string();
+    assert!(
+        e1.contains("rank 0 at 127.0.0.1:") && e1.contains("during the barrier, not even a"),
+        "{e1}"
+    );
+    let m2 = results[2].as_ref().unwrap();
+    assert!(
+        m2.contains("rank 0 at 127.0.0.1:") && m2.contains("not even a heartbeat"),
+        "{m2}"
+    );
+}
+
+#[test]
+fn heartbeats_keep_a_slow_rank_alive_in_a_collective() {
+    // Rank 2 comes to the barrier long after the heartbeat timeout, busy but not stopped.
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        if b.world_rank() == 2 {
+            std::thread::sleep(SILENCE * 4);
+        } else {
+            // The others check on it meanwhile, then wait in the barrier.
+            let until = Instant::now() + SILENCE * 2;
+            while Instant::now() < until {
+                b.check_peers()?;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        b.barrier()?;
+        b.allreduce(1.0, Reduce::Sum)
+    });
+    for r in results {
+        assert_eq!(r.unwrap(), 3.0);
+    }
+}
+
+#[test]
+fn lost_peer_names_a_rank_that_left_or_nobody() {
+    let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
+        b.barrier()?;
+        // Nobody is lost: None, after the wait.
+        let t = Instant::now();
+        assert!(b.lost_peer(Duration::from_millis(200)).is_none());
+        assert!(t.elapsed() >= Duration::from_millis(200));
+        b.barrier()?;
+        if b.world_rank() == 2 {
+            return Ok(String::new());
+        }
+        // As after an NCCL error: no check_peers before.
+        let lost = b
+            .lost_peer(Duration::from_secs(5))
+            .expect("rank 2 is named");
+        assert_eq!(lost.exit_code(), 1);
+        // Asked again, the same answer.
+        assert_eq!(
+            b.lost_peer(Duration::ZERO).map(|e| e.to_string()),
+            Some(lost.to_string())
+        );
+        Ok(lost.to_string())
+    });
+    for r in &results[..2] {
+        let msg = r.as_ref().unwrap();
+        assert!(
+            msg.contains("rank 2 (pid ") && msg.contains("left the run"),
+            "{msg}"
+        );
+    }
+}
+
 #[test]
 fn check_peers_is_quiet_while_everyone_is_there_and_finalize_waits_for_all() {
     let results = run_ranks(3, &[0, 1, 2], 20_000, &[], |b| {
@@ -184,8 +344,13 @@ fn check_peers_is_quiet_while_everyone_is_there_and_finalize_waits_for_all() {
             std::thread::sleep(Duration::from_millis(5));
         }
         if b.world_rank() == 1 {
-            // A slow last step: the others must not take the early finishers for lost ones.
-            std::thread::sleep(Duration::from_millis(300));
+            // A slow last step, longer than the heartbeat timeout: the others must not take
+            // the early finishers, nor the slow one, for lost ones.
+            std::thread::sleep(SILENCE * 2);
+        }
+        for _ in 0..5 {
+            b.check_peers()?;
+            std::thread::sleep(Duration::from_millis(5));
         }
         b.finalize()
     });
@@ -261,4 +426,12 @@ fn rank_lists_are_compact() {
     assert_eq!(rank_list(&[0, 1, 2, 7], None), "ranks 0-2, rank 7");
     let many: Vec<usize> = (0..100).step_by(2).collect();
     assert!(rank_list(&many, None).ends_with("and 34 more"));
+}
+
+#[test]
+fn seconds_to_a_tenth() {
+    assert_eq!(secs(Duration::from_secs(120)), "120 s");
+    assert_eq!(secs(Duration::from_millis(2500)), "2.5 s");
+    assert_eq!(secs(Duration::from_nanos(2_007_495_095)), "2 s");
+    assert_eq!(secs(Duration::from_millis(10_460)), "10.5 s");
 }

@@ -26,6 +26,9 @@ pub const ABORT: u8 = 7;
 pub const REPLY: u8 = 8;
 /// Rank 0's first words to every connection: a fresh nonce the hello must sign.
 pub const CHALLENGE: u8 = 9;
+/// "Still here": sent about every second in both directions once the processes have met, so
+/// that a process that is stopped or frozen (its connection still open) is noticed.
+pub const HEARTBEAT: u8 = 10;
 
 /// What an abort means for the process that receives it (its exit code).
 pub mod abort {
@@ -52,6 +55,7 @@ pub fn tag_name(tag: u8) -> &'static str {
         ABORT => "abort",
         REPLY => "reply",
         CHALLENGE => "challenge",
+        HEARTBEAT => "heartbeat",
         _ => "unknown message",
     }
 }
@@ -108,12 +112,13 @@ pub fn recv_limited(
     Ok((buf[0], body))
 }
 
+/// Fills `buf`; bytes that have already arrived are read even past the deadline (a thread that
+/// did not run for a while must not cut a message in two and leave the stream out of step).
 fn read_exact(s: &mut TcpStream, mut buf: &mut [u8], deadline: Instant) -> Result<(), RecvError> {
     while !buf.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(RecvError::TimedOut);
-        }
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
         s.set_read_timeout(Some(left))
             .map_err(|e| RecvError::Other(e.to_string()))?;
         match s.read(buf) {
@@ -122,7 +127,11 @@ fn read_exact(s: &mut TcpStream, mut buf: &mut [u8], deadline: Instant) -> Resul
             Err(e) => match e.kind() {
                 io::ErrorKind::WouldBlock
                 | io::ErrorKind::TimedOut
-                | io::ErrorKind::Interrupted => {}
+                | io::ErrorKind::Interrupted => {
+                    if Instant::now() >= deadline {
+                        return Err(RecvError::TimedOut);
+                    }
+                }
                 io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
                     return Err(RecvError::Closed);
                 }

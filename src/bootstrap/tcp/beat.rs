@@ -1,0 +1,234 @@
+//! Heartbeats: once the processes have met, each one says "still here" about every second on
+//! its connections (rank 0 to every process, every process to rank 0), from a thread of its
+//! own that needs no lock the run may hold. A process that is stopped (SIGSTOP, a debugger),
+//! frozen or cut off keeps its connection open but falls silent; whoever waits for it, or
+//! checks on it between collectives, names it after `NCCL_PERF_HEARTBEAT_TIMEOUT` seconds of
+//! silence (default 10) instead of waiting on its GPUs forever.
+//!
+//! Every message counts as a sign of life; heartbeats themselves are skipped wherever messages
+//! are read ([`recv_live`], [`drain`]).
+
+use super::wire::{self, RecvError};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The writing half of a connection: every message after the meeting is written under its
+/// lock, so heartbeats from the beat thread never cut into another message.
+pub(super) type Writer = Arc<Mutex<TcpStream>>;
+
+/// How long one heartbeat may take to write before it is skipped (a peer that reads nothing
+/// for hours has a full buffer; it is silent anyway).
+const WRITE_LIMIT: Duration = Duration::from_millis(100);
+
+/// How long a read of a message already arriving may take when draining without waiting
+/// (generous: a busy machine may not run this thread for a while, and a message cut short
+/// would leave the stream out of step).
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// A heartbeat every `silence / 5`, at most every second and at least every 50 ms.
+pub(super) fn period(silence: Duration) -> Duration {
+    (silence / 5).clamp(Duration::from_millis(50), Duration::from_secs(1))
+}
+
+/// Makes a connection's writer: a second handle on the same socket.
+pub(super) fn writer(stream: &TcpStream) -> std::io::Result<Writer> {
+    Ok(Arc::new(Mutex::new(stream.try_clone()?)))
+}
+
+/// Writes one message under the writer's lock (a poisoned lock still serialises: the guard is
+/// taken back).
+pub(super) fn send(w: &Writer, tag: u8, body: &[u8], timeout: Duration) -> std::io::Result<()> {
+    let mut s = w.lock().unwrap_or_else(|p| p.into_inner());
+    wire::send(&mut s, tag, body, timeout)
+}
+
+/// The thread that sends the heartbeats; stops when dropped.
+pub(super) struct Beats {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Beats {
+    /// Starts beating on `writers` every `every`.
+    pub(super) fn start(writers: Vec<Writer>, every: Duration) -> Beats {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("nccl-perf-heartbeat".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    for w in &writers {
+                        // A writer busy with a message is itself a sign of life.
+                        if let Ok(mut s) = w.try_lock() {
+                            let _ = wire::send(&mut s, wire::HEARTBEAT, &[], WRITE_LIMIT);
+                        }
+                    }
+                    std::thread::park_timeout(every);
+                }
+            })
+            .ok();
+        Beats { stop, thread }
+    }
+}
+
+impl Drop for Beats {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Why a wait for a peer's next message ended without one.
+#[derive(Debug)]
+pub(super) enum Wait {
+    /// The connection failed, closed or the deadline passed.
+    Failed(RecvError),
+    /// Nothing at all, not even a heartbeat, for this long (shorter than the deadline).
+    Silent(Duration),
+}
+
+/// Receives the next message that is not a heartbeat before `deadline`. `heard` is when the
+/// peer was last heard from (every message moves it); with `silence` set, a peer heard from
+/// longer ago than that is given up on before the deadline.
+pub(super) fn recv_live(
+    s: &mut TcpStream,
+    deadline: Instant,
+    heard: &mut Instant,
+    silence: Option<Duration>,
+) -> Result<(u8, Vec<u8>), Wait> {
+    loop {
+        let until = match silence {
+            // Whatever already waits is read even when the peer was heard from long ago.
+            Some(q) => deadline.min((*heard + q).max(Instant::now() + DRAIN_LIMIT)),
+            None => deadline,
+        };
+        match wire::recv(s, until) {
+            Ok((wire::HEARTBEAT, _)) => *heard = Instant::now(),
+            Ok(m) => {
+                *heard = Instant::now();
+                return Ok(m);
+            }
+            Err(RecvError::TimedOut) if Instant::now() < deadline => {
+                return Err(Wait::Silent(heard.elapsed()));
+            }
+            Err(e) => return Err(Wait::Failed(e)),
+        }
+    }
+}
+
+/// Reads what a peer has sent, without waiting: heartbeats move `heard`; the first other
+/// message is returned for the caller to keep. A closed connection is `Err(Closed)` once
+/// everything the peer sent before closing has been read.
+pub(super) fn drain(
+    s: &mut TcpStream,
+    heard: &mut Instant,
+) -> Result<Option<(u8, Vec<u8>)>, RecvError> {
+    loop {
+        match wire::poll(s) {
+            None => return Ok(None),
+            Some(false) => return Err(RecvError::Closed),
+            Some(true) => {}
+        }
+        let m = wire::recv(s, Instant::now() + DRAIN_LIMIT)?;
+        *heard = Instant::now();
+        if m.0 != wire::HEARTBEAT {
+            return Ok(Some(m));
+        }
+    }
+}
+
+/// Whether a peer last heard from at `heard` has been silent too long.
+pub(super) fn silent(heard: Instant, silence: Option<Duration>) -> Option<Duration> {
+    let since = heard.elapsed();
+    silence.filter(|q| since > *q).map(|_| since)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (a, l.accept().unwrap().0)
+    }
+
+    #[test]
+    fn heartbeats_keep_a_peer_alive_and_are_skipped() {
+        let (a, mut b) = pair();
+        let w = writer(&a).unwrap();
+        let beats = Beats::start(vec![w.clone()], Duration::from_millis(20));
+        let mut heard = Instant::now() - Duration::from_secs(60);
+        let silence = Some(Duration::from_millis(300));
+        // Heartbeats alone: never a message, never silent, until the deadline.
+        let t = Instant::now();
+        let r = recv_live(
+            &mut b,
+            Instant::now() + Duration::from_millis(500),
+            &mut heard,
+            silence,
+        );
+        assert!(matches!(r, Err(Wait::Failed(RecvError::TimedOut))), "{r:?}");
+        assert!(t.elapsed() >= Duration::from_millis(450));
+        assert!(heard.elapsed() < Duration::from_millis(200));
+        // A message between heartbeats comes through whole.
+        send(&w, wire::GATHER, b"abc", Duration::from_secs(1)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let m = recv_live(&mut b, deadline, &mut heard, silence).unwrap();
+        assert_eq!(m, (wire::GATHER, b"abc".to_vec()));
+        drop(beats);
+        // Without heartbeats the peer falls silent long before the deadline.
+        std::thread::sleep(Duration::from_millis(50));
+        let d = drain(&mut b, &mut heard);
+        assert!(matches!(d, Ok(None)), "{d:?}");
+        let t = Instant::now();
+        let r = recv_live(
+            &mut b,
+            Instant::now() + Duration::from_secs(30),
+            &mut heard,
+            silence,
+        );
+        assert!(
+            matches!(r, Err(Wait::Silent(d)) if d >= Duration::from_millis(300)),
+            "{r:?}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert!(silent(heard, silence).is_some());
+        assert!(silent(heard, None).is_none());
+    }
+
+    #[test]
+    fn drain_keeps_the_first_message_and_sees_a_close_after_it() {
+        let (mut a, mut b) = pair();
+        let mut heard = Instant::now() - Duration::from_secs(60);
+        assert_eq!(drain(&mut b, &mut heard).unwrap(), None);
+        assert!(heard.elapsed() > Duration::from_secs(59));
+        for _ in 0..3 {
+            wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).unwrap();
+        }
+        wire::send(&mut a, wire::BARRIER, &[], Duration::from_secs(1)).unwrap();
+        wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).unwrap();
+        drop(a);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            drain(&mut b, &mut heard).unwrap(),
+            Some((wire::BARRIER, Vec::new()))
+        );
+        assert!(heard.elapsed() < Duration::from_secs(1));
+        assert!(matches!(drain(&mut b, &mut heard), Err(RecvError::Closed)));
+    }
+
+    #[test]
+    fn the_period_follows_the_silence() {
+        assert_eq!(period(Duration::from_secs(10)), Duration::from_secs(1));
+        assert_eq!(period(Duration::from_secs(2)), Duration::from_millis(400));
+        assert_eq!(period(Duration::from_millis(10)), Duration::from_millis(50));
+    }
+}
