@@ -175,39 +175,50 @@ if [[ " $phases " == *" launchers "* ]]; then
   VENV=()
 fi
 
-# fault NAME LAUNCHER BIN SIGNAL|corrupt: a 4-rank endless run; after 5 s rank 2 gets SIGNAL.
+# fault NAME LAUNCHER BIN SIGNAL VICTIM RC TEXT [ARGS...]: a 4-rank endless run; after 8 s rank
+# VICTIM gets SIGNAL. PASS when the job ends within 40 s with exit code RC (a regex), a JSON file
+# that parses, and stderr matching TEXT (an extended regex) outside the victim's own lines.
 fault() {
-  local name=$1 l=$2 bin=$3 what=$4 t0 t1 rc
+  local name=$1 l=$2 bin=$3 what=$4 victim=$5 want_rc=$6 want_text=$7 t0 t1 rc
+  shift 7
   local dir=$O/$name.ranks
   mkdir -p "$dir"
   t0=$(date +%s.%N)
   VDIR=$dir
-  ours "$name" "$l" 4 "$bin" -b 64K -e 64K -w 1 -n 20 -N 0 -J "$O/$name.json" &
+  ours "$name" "$l" 4 "$bin" -b 64K -e 64K -w 1 -n 20 -N 0 -J "$O/$name.json" "$@" &
   local job=$!
   VDIR=''
   sleep 8
-  kill -"$what" "$(cat "$dir/rank2.pid")" 2>/dev/null
+  kill -"$what" "$(cat "$dir/rank$victim.pid")" 2>/dev/null
   t1=$(date +%s.%N)
   local waited=0
-  while kill -0 "$job" 2>/dev/null && [ $waited -lt 150 ]; do sleep 0.2; waited=$((waited + 1)); done
+  while kill -0 "$job" 2>/dev/null && [ $waited -lt 200 ]; do sleep 0.2; waited=$((waited + 1)); done
   local took
   took=$(python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t1")
   # Leave nothing behind (a stopped rank, or survivors still waiting).
   for p in "$dir"/rank*.pid; do kill -CONT "$(cat "$p")" 2>/dev/null; kill -KILL "$(cat "$p")" 2>/dev/null; done
   wait "$job" 2>/dev/null
   rc=$(rc_of "$O/$name.out")
-  local json
+  local json named verdict=PASS
   json=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["results"]), "rows")' "$O/$name.json" 2>&1 | tail -1)
-  local named
-  named=$(grep -m2 -E 'rank 2|vnode2' "$O/$name.err" | grep -v '^\[vnode2\]' | head -1)
-  note "NOTE $name ($what rank 2 at +$(python3 -c "print(f'{$t1-$t0:.1f}')") s): job ended $took s later, rc $rc, JSON: $json, named: ${named:-nobody}"
+  named=$(grep -v "^\[vnode$victim\]" "$O/$name.err" | grep -m1 -E "$want_text")
+  [[ $rc =~ ^($want_rc)$ ]] || verdict=FAIL
+  [[ $json == *rows ]] || verdict=FAIL
+  [ -n "$named" ] || verdict=FAIL
+  [ "$waited" -lt 200 ] || verdict=FAIL
+  note "$verdict $name ($what rank $victim at +$(python3 -c "print(f'{$t1-$t0:.1f}')") s): job ended $took s later, rc $rc (want $want_rc), JSON: $json, named: ${named:-nobody}"
 }
 
 if [[ " $phases " == *" faults "* ]]; then
-  fault kill_mpirun mpirun "$D/mpi/all_reduce_perf" KILL
-  fault kill_slurm slurm "$D/all_reduce_perf" KILL
-  fault stop_mpirun mpirun "$D/mpi/all_reduce_perf" STOP
-  fault stop_slurm slurm "$D/all_reduce_perf" STOP
+  # mpirun ends the job itself and names the rank; without heartbeats under MPI, -T bounds the
+  # wait for a stopped rank (nccl-tests hangs the same way without -T).
+  fault kill_mpirun mpirun "$D/mpi/all_reduce_perf" KILL 2 '[1-9][0-9]*' 'rank 2'
+  fault stop_mpirun_T20 mpirun "$D/mpi/all_reduce_perf" STOP 2 '[1-9][0-9]*' 'Test timeout' -T 20
+  # Our TCP bootstrap names the lost rank (exit 1) or the stopped one (heartbeats, exit 4).
+  fault kill_slurm slurm "$D/all_reduce_perf" KILL 2 1 'rank 2 \(pid [0-9]+ on vnode2\) left the run'
+  fault kill_torchrun torchrun "$D/all_reduce_perf" KILL 2 1 'rank 2 \(pid [0-9]+ on vnode2\) left the run'
+  fault stop_slurm slurm "$D/all_reduce_perf" STOP 2 4 'rank 2 \(pid [0-9]+ on vnode2\) has sent nothing for .*not even a heartbeat'
+  fault stop0_torchrun torchrun "$D/all_reduce_perf" STOP 0 4 'rank 0 at 127.0.0.1:[0-9]+ has sent nothing for .*not even a heartbeat'
   # One rank's received data corrupted (rank 2, element 0, out-of-place): #wrong and exit 7.
   for c in all_reduce all_gather broadcast reduce_scatter; do
     name=${c}_n4_corrupt2
