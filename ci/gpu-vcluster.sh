@@ -176,8 +176,18 @@ if [[ " $phases " == *" launchers "* ]]; then
 fi
 
 # fault NAME LAUNCHER BIN SIGNAL VICTIM RC TEXT [ARGS...]: a 4-rank endless run; after 8 s rank
-# VICTIM gets SIGNAL. PASS when the job ends within 40 s with exit code RC (a regex), a JSON file
-# that parses, and stderr matching TEXT (an extended regex) outside the victim's own lines.
+# VICTIM gets SIGNAL. PASS when every other rank has ended within 40 s, with exit code RC (a
+# regex; the job's under mpirun, each survivor's under our launchers), a JSON file that parses,
+# and stdout or stderr matching TEXT (an extended regex) outside the victim's own lines.
+# any_alive PID...: whether one of them runs (a zombie, not yet reaped by its parent, does not).
+any_alive() {
+  local p st
+  for p in "$@"; do
+    st=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
+    [ -n "$st" ] && [ "$st" != Z ] && return 0
+  done
+  return 1
+}
 fault() {
   local name=$1 l=$2 bin=$3 what=$4 victim=$5 want_rc=$6 want_text=$7 t0 t1 rc
   shift 7
@@ -191,22 +201,31 @@ fault() {
   sleep 8
   kill -"$what" "$(cat "$dir/rank$victim.pid")" 2>/dev/null
   t1=$(date +%s.%N)
+  # Survivors: the ranks but the victim (a stopped victim never ends by itself).
+  local others=() p
+  for p in "$dir"/rank*.pid; do [ "$p" = "$dir/rank$victim.pid" ] || others+=("$(cat "$p")"); done
   local waited=0
-  while kill -0 "$job" 2>/dev/null && [ $waited -lt 200 ]; do sleep 0.2; waited=$((waited + 1)); done
+  while [ $waited -lt 200 ] && kill -0 "$job" 2>/dev/null && any_alive "${others[@]}"; do
+    sleep 0.2; waited=$((waited + 1))
+  done
   local took
   took=$(python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t1")
   # Leave nothing behind (a stopped rank, or survivors still waiting).
   for p in "$dir"/rank*.pid; do kill -CONT "$(cat "$p")" 2>/dev/null; kill -KILL "$(cat "$p")" 2>/dev/null; done
   wait "$job" 2>/dev/null
   rc=$(rc_of "$O/$name.out")
+  if [ "$l" != mpirun ]; then
+    rc=$(for ((r = 0; r < 4; r++)); do [ "$r" = "$victim" ] || cat "$dir/rank$r.rc"; done | sort -u | tr '\n' ' ')
+    rc=${rc% }
+  fi
   local json named verdict=PASS
   json=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["results"]), "rows")' "$O/$name.json" 2>&1 | tail -1)
-  named=$(grep -v "^\[vnode$victim\]" "$O/$name.err" | grep -m1 -E "$want_text")
+  named=$(cat "$O/$name.out" "$O/$name.err" | grep -v "^\[vnode$victim\]" | grep -m1 -E "$want_text")
   [[ $rc =~ ^($want_rc)$ ]] || verdict=FAIL
   [[ $json == *rows ]] || verdict=FAIL
   [ -n "$named" ] || verdict=FAIL
   [ "$waited" -lt 200 ] || verdict=FAIL
-  note "$verdict $name ($what rank $victim at +$(python3 -c "print(f'{$t1-$t0:.1f}')") s): job ended $took s later, rc $rc (want $want_rc), JSON: $json, named: ${named:-nobody}"
+  note "$verdict $name ($what rank $victim at +$(python3 -c "print(f'{$t1-$t0:.1f}')") s): the others ended $took s later, rc $rc (want $want_rc), JSON: $json, named: ${named:-nobody}"
 }
 
 if [[ " $phases " == *" faults "* ]]; then

@@ -10,7 +10,8 @@
 #   -l LAUNCHER     mpirun (MPI builds, and nccl-tests), slurm or torchrun (our environment
 #                   bootstrap, any build) (default mpirun)
 #   -p PORT         rendezvous port for slurm/torchrun (default: 20000 + $$ % 9000)
-#   -d DIR          per-rank logs and pid files there (rankR.out, rankR.err, rankR.pid);
+#   -d DIR          per-rank logs, pid files and exit codes there (rankR.out, rankR.err,
+#                   rankR.pid, rankR.rc; no .rc under mpirun);
 #                   default: a temporary folder, removed at the end
 #   -e VAR=VALUE    extra environment for every rank (repeatable)
 #   -r R:VAR=VALUE  extra environment for rank R only (repeatable)
@@ -109,6 +110,7 @@ rcs=()
 for ((r = 0; r < n; r++)); do
   wait "${pids[$r]}"
   rcs+=($?)
+  echo "${rcs[$r]}" > "$dir/rank$r.rc"
 done
 cat "$dir/rank0.out"
 for ((r = 0; r < n; r++)); do
