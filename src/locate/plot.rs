@@ -1,0 +1,1 @@
+//! Plots of a locate record (placeholder while the logic is tested).
