@@ -12,6 +12,7 @@
 use super::history::RoundRecord;
 use super::judge::{Judgement, State};
 use super::round::RoundBuilder;
+use super::stats::Basis;
 use super::topology::Topology;
 use super::verdict::{Culprit, Verdict, times};
 
@@ -133,40 +134,29 @@ impl Bisector {
             .any(|j| !matches!(j.step, Step::Named | Step::Cleared))
     }
 
-    /// Adds the probes (and controls) of every job that can run now to `b`. A job whose probe
-    /// cannot be built even in an empty round is named as it stands.
+    /// Adds the probes (and controls) of every job that can run now to `b`. A job that would
+    /// run without a control only because other jobs took the known-good ranks waits for a
+    /// round of its own (the first job of a round never waits); a job whose probes cannot be
+    /// built even in an empty round is named as it stands.
     pub fn plan<D: Domain>(&mut self, d: &D, b: &mut RoundBuilder) {
         for job in &mut self.jobs {
+            if !matches!(job.step, Step::Split | Step::Retest) {
+                continue;
+            }
             let mark = b.len();
-            let planned = match job.step {
-                Step::Split => {
-                    let (lo, hi) = job.set.split_at(job.set.len().div_ceil(2));
-                    let (lo, hi) = (lo.to_vec(), hi.to_vec());
-                    let a = d.probe(job, &lo, b);
-                    let c = d.probe(job, &hi, b);
-                    match (a, c) {
-                        (Some((ia, la)), Some((ic, lc))) => {
-                            d.control(job, &la, b);
-                            d.control(job, &lc, b);
-                            Some(Step::Halves(ia, ic))
-                        }
-                        _ => None,
+            match Self::try_plan(d, job, b) {
+                Some((step, true)) => job.step = step,
+                Some((step, false)) => {
+                    let alone = Self::try_plan(d, job, &mut b.empty_like());
+                    if mark > 0 && alone.is_some_and(|(_, controlled)| controlled) {
+                        b.truncate(mark);
+                    } else {
+                        job.step = step;
                     }
                 }
-                Step::Retest => {
-                    let set = job.set.clone();
-                    d.probe(job, &set, b).map(|(i, layout)| {
-                        d.control(job, &layout, b);
-                        Step::Whole(i)
-                    })
-                }
-                _ => continue,
-            };
-            match planned {
-                Some(step) => job.step = step,
                 None => {
                     b.truncate(mark);
-                    if !Self::buildable(d, job, b) {
+                    if Self::try_plan(d, job, &mut b.empty_like()).is_none() {
                         job.evidence
                             .push("no known-good partner to narrow it down further".into());
                         job.name();
@@ -176,15 +166,25 @@ impl Bisector {
         }
     }
 
-    /// Whether the job's next probes fit in an empty round.
-    fn buildable<D: Domain>(d: &D, job: &Job, b: &RoundBuilder) -> bool {
-        let mut fresh = b.empty_like();
+    /// Adds the job's next probes and their controls to `b`: the step that waits for them and
+    /// whether every probe got a control. `None` (with probes possibly left in `b`) when a
+    /// probe does not fit.
+    fn try_plan<D: Domain>(d: &D, job: &Job, b: &mut RoundBuilder) -> Option<(Step, bool)> {
         match job.step {
             Step::Split => {
                 let (lo, hi) = job.set.split_at(job.set.len().div_ceil(2));
-                d.probe(job, lo, &mut fresh).is_some() && d.probe(job, hi, &mut fresh).is_some()
+                let (ia, la) = d.probe(job, lo, b)?;
+                let (ic, lc) = d.probe(job, hi, b)?;
+                let controlled = d.control(job, &la, b).is_some();
+                let controlled = d.control(job, &lc, b).is_some() && controlled;
+                Some((Step::Halves(ia, ic), controlled))
             }
-            _ => d.probe(job, &job.set, &mut fresh).is_some(),
+            Step::Retest => {
+                let (i, layout) = d.probe(job, &job.set, b)?;
+                let controlled = d.control(job, &layout, b).is_some();
+                Some((Step::Whole(i), controlled))
+            }
+            _ => None,
         }
     }
 
@@ -237,7 +237,20 @@ impl Bisector {
                                 job.step = Step::Split;
                             }
                         }
-                        (false, false) => job.step = Step::Retest,
+                        (false, false) => {
+                            let siblings = [ia, ic].iter().any(|&g| {
+                                record
+                                    .judgement(g)
+                                    .and_then(|j| j.reference)
+                                    .is_some_and(|r| r.basis == Basis::Round)
+                            });
+                            job.evidence.push(if siblings {
+                                "halves alike (nothing else of their shape to compare)".into()
+                            } else {
+                                "neither half slow".into()
+                            });
+                            job.step = Step::Retest;
+                        }
                     }
                 }
                 Step::Whole(g) => {
@@ -247,8 +260,7 @@ impl Bisector {
                     if state(g).is_bad() {
                         job.state = job.state.worst(state(g));
                         job.ratio = record.judgement(g).and_then(|j| j.ratio).or(job.ratio);
-                        job.evidence
-                            .push("slow only as a whole, each half alone normal".into());
+                        job.evidence.push("slow again as a whole".into());
                         job.name();
                     } else {
                         job.step = Step::Cleared;

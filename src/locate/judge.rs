@@ -5,8 +5,9 @@
 //! * primary groups (whole nodes, whole rails, pairs of nodes: everyone tested at once) against
 //!   the primary groups of their shape in the round;
 //! * probes (suspects re-tested) against the control groups of their shape in the round, else
-//!   against healthy groups of that shape in an earlier round, else against the other probes
-//!   of their shape;
+//!   against healthy groups of that shape in an earlier round (or a reference a schedule
+//!   knows, e.g. the median pair of `full`), else against their sibling (the other half of the
+//!   same suspect in a bisection);
 //! * `--min-busbw` against whole nodes, whole rails and pairs of nodes.
 
 use std::collections::BTreeMap;
@@ -89,6 +90,17 @@ pub fn shape(group: &Group, topo: &Topology) -> Shape {
     (group.ranks.len(), topo.nodes_of(&group.ranks).len())
 }
 
+/// Whose part a bisection probe is (node or rail, with the kind of split): probes are only
+/// ever compared with their siblings, never with another suspect's halves.
+fn owner(subject: &Subject) -> Option<(u8, usize)> {
+    match subject {
+        Subject::NodeGpus { node, .. } => Some((0, *node)),
+        Subject::RailNodes { rail, .. } => Some((1, *rail)),
+        Subject::PairGpus { node, .. } => Some((2, *node)),
+        _ => None,
+    }
+}
+
 /// Whether `--min-busbw` applies: whole nodes, whole rails and pairs of whole nodes.
 fn whole(subject: &Subject) -> bool {
     matches!(
@@ -107,6 +119,13 @@ impl Book {
     /// The reference of `shape` learnt so far.
     pub fn get(&self, shape: Shape) -> Option<f64> {
         self.by_shape.get(&shape).copied()
+    }
+
+    /// Sets the reference of `shape` (a schedule's own knowledge, e.g. the median pair).
+    pub fn set(&mut self, shape: Shape, value: f64) {
+        if value.is_finite() && value > 0.0 {
+            self.by_shape.insert(shape, value);
+        }
     }
 
     /// Learns from a judged round: per shape, the upper median of its healthy groups.
@@ -143,16 +162,18 @@ pub fn judge(
     let values: Vec<Option<f64>> = (0..round.groups.len())
         .map(|i| outcomes.get(i).and_then(GroupOutcome::busbw))
         .collect();
-    let collect = |s: Shape, role: Role| -> Vec<f64> {
+    let collect = |s: Shape, role: Role, family: Option<Option<(u8, usize)>>| -> Vec<f64> {
         round
             .groups
             .iter()
             .enumerate()
             .filter(|(i, g)| shapes[*i] == s && g.role == role)
+            .filter(|(_, g)| family.is_none_or(|f| f == owner(&g.subject)))
             .filter_map(|(i, _)| values[i])
             .collect()
     };
-    let mut refs: BTreeMap<(Shape, bool), Option<Reference>> = BTreeMap::new();
+    type Key = (Shape, bool, Option<(u8, usize)>);
+    let mut refs: BTreeMap<Key, Option<Reference>> = BTreeMap::new();
     round
         .groups
         .iter()
@@ -160,21 +181,25 @@ pub fn judge(
         .map(|(i, g)| {
             let s = shapes[i];
             let primary = g.role == Role::Primary;
-            let reference = *refs.entry((s, primary)).or_insert_with(|| {
+            let family = owner(&g.subject);
+            let key = (s, primary, if primary { None } else { family });
+            let reference = *refs.entry(key).or_insert_with(|| {
                 if primary {
-                    let v = collect(s, Role::Primary);
+                    let v = collect(s, Role::Primary, None);
                     return (v.len() >= 2)
                         .then(|| Reference::of(&v, Basis::Round, th))
                         .flatten();
                 }
-                let controls = collect(s, Role::Control);
+                let controls = collect(s, Role::Control, None);
                 if let Some(r) = Reference::of(&controls, Basis::Controls, th) {
                     return Some(r);
                 }
                 if let Some(r) = book.get(s).and_then(|v| Reference::earlier(v, th)) {
                     return Some(r);
                 }
-                let probes = collect(s, Role::Probe);
+                // Last resort: a probe's siblings (the other half of the same suspect).
+                family?;
+                let probes = collect(s, Role::Probe, Some(family));
                 (probes.len() >= 2)
                     .then(|| Reference::of(&probes, Basis::Round, th))
                     .flatten()
@@ -273,7 +298,7 @@ mod tests {
         let mut book = Book::default();
         assert_eq!(
             judge(&round, &out[..2], &topo, &book, &th)[0].state,
-            State::Ok
+            State::Unjudged
         );
         let first = build(vec![pair(4, 5, Role::Primary), pair(0, 1, Role::Primary)]);
         let first_out = [measured(100.0), measured(101.0)];
@@ -282,6 +307,35 @@ mod tests {
         assert_eq!(book.get((2, 2)), Some(101.0));
         let j = judge(&round, &out[..2], &topo, &book, &th);
         assert_eq!((j[0].state, j[1].state), (State::Slow, State::Slow));
+    }
+
+    #[test]
+    fn halves_are_compared_with_their_sibling_only() {
+        let topo = Topology::uniform(2, 4);
+        let half = |node: usize, gpus: Vec<usize>| Subject::NodeGpus { node, gpus };
+        let mut b = RoundBuilder::new(8, Phase::Bisect);
+        b.add(vec![0, 1], half(0, vec![0, 1]), Role::Probe);
+        b.add(vec![2, 3], half(0, vec![2, 3]), Role::Probe);
+        b.add(vec![4, 5], half(1, vec![0, 1]), Role::Probe);
+        b.add(vec![6, 7], half(1, vec![2, 3]), Role::Probe);
+        let round = b.finish(3).unwrap();
+        // Node 0's halves differ; node 1's are alike (and slower than node 0's fast half,
+        // which must not matter).
+        let out = [
+            measured(100.0),
+            measured(50.0),
+            measured(60.0),
+            measured(61.0),
+        ];
+        let j = judge(
+            &round,
+            &out,
+            &topo,
+            &Book::default(),
+            &Thresholds::default(),
+        );
+        let states: Vec<State> = j.iter().map(|j| j.state).collect();
+        assert_eq!(states, [State::Ok, State::Slow, State::Ok, State::Ok]);
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub fn run(
         let Some(round) = schedule.next_round(&cx) else {
             break;
         };
+        for (shape, value) in schedule.references() {
+            book.set(shape, value);
+        }
         if history.len() >= cap {
             stopped = Some(format!("stopped at the limit of {cap} rounds"));
             break;
@@ -140,7 +143,18 @@ pub fn run(
                 break;
             }
         };
-        let mut outcomes = result.outcomes;
+        let mut outcomes: Vec<GroupOutcome> = result
+            .outcomes
+            .into_iter()
+            .map(|o| match o {
+                GroupOutcome::Measured { .. } if o.busbw().is_none() || o.time_us().is_none() => {
+                    GroupOutcome::Failed {
+                        error: "a result that is not a number".into(),
+                    }
+                }
+                o => o,
+            })
+            .collect();
         outcomes.resize(
             round.groups.len(),
             GroupOutcome::Failed {

@@ -81,6 +81,37 @@ pub fn group_lines(rec: &RoundRecord, topo: &Topology) -> Vec<String> {
         .collect()
 }
 
+/// The lines of a round: every group's line when the round has at most `max_groups` groups,
+/// else one summary line and the lines of the groups that are not ok (a 1024-node `full`
+/// round has 512 groups).
+pub fn round_lines(rec: &RoundRecord, topo: &Topology, max_groups: usize) -> Vec<String> {
+    let lines = group_lines(rec, topo);
+    if lines.len() <= max_groups {
+        return lines;
+    }
+    let count = |s: State| rec.judged.iter().filter(|j| j.state == s).count();
+    let mut out = vec![scrub(&format!(
+        "# locate {:>5} {:<6} {} groups: {} ok, {} slow, {} hung, {} error, {} unjudged; {:.1} s",
+        rec.round.index,
+        rec.round.phase.name(),
+        rec.round.groups.len(),
+        count(State::Ok),
+        count(State::Slow),
+        count(State::Hung),
+        count(State::Error),
+        count(State::Unjudged),
+        rec.wall_s
+    ))];
+    out.extend(
+        lines
+            .into_iter()
+            .zip(&rec.judged)
+            .filter(|(_, j)| j.state != State::Ok)
+            .map(|(l, _)| l),
+    );
+    out
+}
+
 /// The verdict: a summary line, one line per suspect, then notes and why the run stopped.
 pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
     let gpus = topo.rails();

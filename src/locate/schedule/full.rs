@@ -3,7 +3,7 @@
 //! A node that hangs with two partners sits out the remaining pair rounds (each hang costs a
 //! deadline).
 
-use super::super::judge::{Judgement, State};
+use super::super::judge::{Judgement, Shape, State, shape};
 use super::super::matrix::{PairMatrix, analyse};
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::stats::Thresholds;
@@ -21,6 +21,8 @@ pub struct Full {
     absorbed: usize,
     hung_with: Vec<Vec<usize>>,
     followup: Option<Followup>,
+    /// The median pair without slow nodes, by the shape of a pair group.
+    pair_ref: Option<(Shape, f64)>,
 }
 
 impl Full {
@@ -32,6 +34,7 @@ impl Full {
             absorbed: 0,
             hung_with: vec![Vec::new(); topo.nodes()],
             followup: None,
+            pair_ref: None,
         }
     }
 
@@ -76,8 +79,21 @@ impl Schedule for Full {
         if self.followup.is_none() {
             let (nodes, links, good) = suspects(cx.topo, cx.history, cx.th);
             self.followup = Some(Followup::new(cx.topo, nodes, links, good));
+            let m = PairMatrix::from_history(self.n, cx.history);
+            let first_pair = cx
+                .history
+                .iter()
+                .filter(|r| r.round.phase == Phase::Pairs)
+                .find_map(|r| r.round.groups.first());
+            if let (Some(g), Some(r)) = (first_pair, analyse(&m, cx.th).pair_ref) {
+                self.pair_ref = Some((shape(g, cx.topo), r.value));
+            }
         }
         self.followup.as_mut()?.plan(cx.topo, cx.next_index())
+    }
+
+    fn references(&self) -> Vec<(Shape, f64)> {
+        self.pair_ref.into_iter().collect()
     }
 
     fn conclude(&self, cx: &Context) -> Conclusion {

@@ -19,6 +19,7 @@ pub mod round_robin;
 use serde::{Deserialize, Serialize};
 
 use super::history::RoundRecord;
+use super::judge::Shape;
 use super::round::Round;
 use super::stats::Thresholds;
 use super::topology::Topology;
@@ -54,6 +55,13 @@ pub struct Conclusion {
 pub trait Schedule {
     /// The next round, planned from the rounds so far (`cx.history`), or `None` when done.
     fn next_round(&mut self, cx: &Context) -> Option<Round>;
+
+    /// References this schedule knows for shapes it probes (e.g. the median pair of a full
+    /// round-robin, for re-tests where no control fits), merged into the judge's book before
+    /// each round is judged.
+    fn references(&self) -> Vec<(Shape, f64)> {
+        Vec::new()
+    }
 
     /// The verdicts on the rounds so far. Called when the schedule is done, or when the run
     /// stopped early: then suspicions not yet narrowed down are named as they stand.

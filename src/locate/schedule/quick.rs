@@ -3,9 +3,11 @@
 //! again is a slow node, a slow pair whose nodes are both fine again is a suspect link. Then
 //! the follow-up: slow nodes bisected against known-good partners, links re-tested.
 //!
-//! Quick sees every node fault in about `3 + log2(GPUs per node)` rounds whatever the number of
-//! nodes, but a link only when the matching happens to pair its nodes. With fewer than five
-//! nodes a matching has too few pairs to compare, and quick runs `full` (at most 3 pair rounds).
+//! Quick sees every node fault in about `2 + log2(GPUs per node)` rounds whatever the number of
+//! nodes, but a link only when the matching happens to pair its nodes. Its first round is
+//! judged against the median pair, so fewer than half of the pairs may be slow: with fewer
+//! than eight nodes (three pairs or less) two slow nodes already break that, and quick runs
+//! `full` instead (at most 7 pair rounds).
 
 use super::super::judge::{Judgement, State};
 use super::super::rng::Rng;
@@ -18,7 +20,7 @@ use super::{Conclusion, Context, Schedule};
 use crate::locate::bisect::result_word;
 
 /// Below this many nodes quick runs full.
-const MIN_NODES: usize = 5;
+const MIN_NODES: usize = 8;
 
 /// A node of a slow pair (or the one that sat out), with what its re-pairing showed.
 #[derive(Debug, Clone)]
@@ -104,7 +106,9 @@ impl Quick {
             paired[a] = true;
             paired[b] = true;
             self.matching.push((a, b, rec.round.index, g));
-            if rec.judgement(g).is_some_and(|j| j.state == State::Ok) {
+            // A pair that completed without a reference (a lone measured pair beside hung
+            // ones) counts as healthy: the hang is the anomaly.
+            if rec.judgement(g).is_some_and(|j| !j.state.is_bad()) {
                 self.good.extend([a, b]);
             } else {
                 for (x, y) in [(a, b), (b, a)] {
@@ -274,6 +278,13 @@ impl Quick {
 }
 
 impl Schedule for Quick {
+    fn references(&self) -> Vec<(crate::locate::judge::Shape, f64)> {
+        self.fallback
+            .as_ref()
+            .map(Schedule::references)
+            .unwrap_or_default()
+    }
+
     fn next_round(&mut self, cx: &Context) -> Option<Round> {
         if let Some(full) = &mut self.fallback {
             return full.next_round(cx);
