@@ -132,10 +132,14 @@ pub(super) fn suspects(
     let ratio = |v: f64| reference.map(|r| r.ratio(v));
     let ratios =
         |cells: &mut dyn Iterator<Item = f64>| -> Vec<f64> { cells.filter_map(ratio).collect() };
+    // Pairs with no suspect at all: no slow node, not a suspect link.
+    let innocent = |a: usize, b: usize| {
+        !f.is_slow(a) && !f.is_slow(b) && !f.links.contains(&(a.min(b), a.max(b)))
+    };
     let clean = ratios(
         &mut m
             .pairs()
-            .filter(|(a, b, _)| !f.is_slow(*a) && !f.is_slow(*b))
+            .filter(|(a, b, _)| innocent(*a, *b))
             .map(|(_, _, c)| c.value()),
     );
     let median_pair = reference.map_or(String::new(), |r| format!(" ({:.1} GB/s)", r.value));
@@ -176,11 +180,11 @@ pub(super) fn suspects(
             })
         })
         .collect();
-    let others = |x: usize, not: usize| {
+    let others = |x: usize| {
         ratios(
             &mut m
                 .partners(x)
-                .filter(|(y, _)| *y != not)
+                .filter(|(y, _)| innocent(x, *y))
                 .map(|(_, c)| c.value()),
         )
     };
@@ -202,9 +206,9 @@ pub(super) fn suspects(
                 why += &format!(
                     "; {}'s other pairs {}, {}'s {}",
                     topo.host(a),
-                    span(&others(a, b)),
+                    span(&others(a)),
                     topo.host(b),
-                    span(&others(b, a))
+                    span(&others(b))
                 );
             }
             let below_min = cell.busbw.is_some_and(|v| th.below_min(v));
