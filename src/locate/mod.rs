@@ -3,7 +3,7 @@
 //! After the whole-job measurement the job is split into groups of ranks that run at once, round
 //! after round, following a [`schedule`]: every node alone, every rail alone, or pairs of nodes
 //! (`quick`: a random matching and re-pairing of suspects; `full`: every pair once). Each group
-//! is judged against the groups of its shape ([`judge`], robust statistics in [`stats`]);
+//! is judged against the groups of its shape ([`mod@judge`], robust statistics in [`stats`]);
 //! adaptive steps then re-test and bisect suspects ([`bisect`]) until each is named with its
 //! evidence ([`verdict`]). The rounds are run by a [`seam::RoundRunner`]: the benchmark runner on
 //! GPUs, or the [`model`] cluster in tests. [`output`] prints the per-group and verdict lines,
