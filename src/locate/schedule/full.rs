@@ -47,8 +47,11 @@ impl Full {
             if rec.round.phase == Phase::Pairs {
                 for (g, j) in rec.round.groups.iter().zip(&rec.judged) {
                     if let (Subject::Pair(a, b), State::Hung) = (&g.subject, j.state) {
-                        self.hung_with[*a].push(*b);
-                        self.hung_with[*b].push(*a);
+                        for (x, y) in [(*a, *b), (*b, *a)] {
+                            if let Some(v) = self.hung_with.get_mut(x) {
+                                v.push(y);
+                            }
+                        }
                     }
                 }
             } else if let Some(f) = &mut self.followup {

@@ -80,7 +80,12 @@ impl Quick {
                             && round == rec.round.index
                             && let Some(j) = rec.judgement(g)
                         {
-                            let subject = rec.round.groups[g].subject.describe(cx.topo);
+                            let subject = rec
+                                .round
+                                .groups
+                                .get(g)
+                                .map(|g| g.subject.describe(cx.topo))
+                                .unwrap_or_default();
                             let text =
                                 format!("{subject} {} in round {round}", result_word(Some(j)));
                             s.result = Some((*j, text));
