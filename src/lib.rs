@@ -11,6 +11,7 @@ pub mod collective;
 pub mod error;
 pub mod gpu;
 pub mod host;
+pub mod locate;
 pub mod options;
 pub mod report;
 pub mod runner;
