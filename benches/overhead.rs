@@ -319,16 +319,13 @@ fn main() {
     let nccl = Nccl::load().expect("libnccl");
     let version = nccl.version().expect("version");
     let devices = setup::discover(0, 1).expect("device 0");
-    let mut id = nccl_perf::gpu::nccl::UniqueId { internal: [0; 128] };
-    // SAFETY: valid out pointer.
-    assert_eq!(unsafe { (nccl.ncclGetUniqueId)(&mut id) }, 0);
-    let (ctx, comm) =
-        setup::init_comms(&nccl, &devices, &id, 1, 0, version, None).expect("comm")[0];
+    let id = nccl.unique_id().expect("unique id");
+    let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None).expect("comm")[0];
     let sizes = BufferSizes {
         data: max as usize,
         expected: 0,
     };
-    let mut gpus = vec![Gpu::create(&nccl, 0, ctx, comm, 0, sizes, false).expect("buffers")];
+    let mut gpus = vec![Gpu::create(nccl, 0, ctx, comm, 0, sizes, false).expect("buffers")];
     let opts = Options {
         check: 0,
         max_bytes: max,
@@ -357,7 +354,7 @@ fn main() {
         let engine = Engine {
             opts: &opts,
             coll: &*coll,
-            nccl: &nccl,
+            nccl,
             group: &group,
             nranks: 1,
             max_bytes: max,
@@ -378,7 +375,7 @@ fn main() {
                 };
                 // Warm both paths (first use of a peer or size inside NCCL).
                 for _ in 0..2 {
-                    bare(&nccl, g, name, &c, &shape, in_place, iters);
+                    bare(nccl, g, name, &c, &shape, in_place, iters);
                     ours();
                 }
                 let (mut b, mut h, mut d, mut noise) = (
@@ -388,9 +385,9 @@ fn main() {
                     Vec::with_capacity(repeats),
                 );
                 for _ in 0..repeats {
-                    let b1 = bare(&nccl, g, name, &c, &shape, in_place, iters);
+                    let b1 = bare(nccl, g, name, &c, &shape, in_place, iters);
                     let o = ours();
-                    let b2 = bare(&nccl, g, name, &c, &shape, in_place, iters);
+                    let b2 = bare(nccl, g, name, &c, &shape, in_place, iters);
                     b.push((b1 + b2) / 2.0 * 1e6);
                     h.push(o * 1e6);
                     d.push((o - (b1 + b2) / 2.0) * 1e6);

@@ -2,6 +2,9 @@
 //! images ship, and panics when the library is missing; this one finds it, honours an explicit
 //! path, and reports a missing library or symbol as a one-line error.
 //!
+//! [`Nccl`] holds the raw entry points plus [`Nccl::check`] and the calls that take no handle
+//! ([`Nccl::version`], [`Nccl::unique_id`], [`Nccl::group`]).
+//!
 //! Results, datatypes and ops are plain `c_int`s: PreMulSum op ids are created at run time, so a
 //! Rust enum there would be undefined behaviour.
 
@@ -236,6 +239,12 @@ pub fn too_new_for(version: i32) -> impl Iterator<Item = &'static str> {
         .map(|(name, _)| *name)
 }
 
+impl std::fmt::Debug for Nccl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nccl").field("path", &self.path).finish()
+    }
+}
+
 // SAFETY: the function pointers and the library handle may be used from any thread; NCCL's own
 // thread-safety rules are kept by the callers.
 unsafe impl Send for Nccl {}
@@ -244,7 +253,9 @@ unsafe impl Sync for Nccl {}
 
 impl Nccl {
     /// Loads libnccl from `NCCL_PERF_LIBNCCL` if set, else `libnccl.so.2`, else `libnccl.so`.
-    pub fn load() -> Result<Nccl> {
+    /// The library stays loaded for the rest of the process (see `_lib`), so the entry points
+    /// are `'static`: owned communicators and buffers keep a reference for their `Drop`.
+    pub fn load() -> Result<&'static Nccl> {
         let explicit = std::env::var(LIB_ENV).ok().filter(|p| !p.is_empty());
         let candidates: Vec<String> = match &explicit {
             Some(p) => vec![p.clone()],
@@ -260,7 +271,7 @@ impl Nccl {
                     for f in too_new_for(version) {
                         nccl.forget(f);
                     }
-                    return Ok(nccl);
+                    return Ok(Box::leak(Box::new(nccl)));
                 }
                 Err(e) => last_err = e.to_string(),
             }
@@ -314,6 +325,30 @@ impl Nccl {
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
 
+    /// A new unique id (`ncclGetUniqueId`): what every rank of a communicator is created from.
+    /// Also starts NCCL's bootstrap root thread in this process.
+    #[track_caller]
+    pub fn unique_id(&self) -> Result<UniqueId> {
+        let mut id = UniqueId { internal: [0; 128] };
+        // SAFETY: a valid out pointer.
+        self.check(unsafe { (self.ncclGetUniqueId)(&mut id) })?;
+        Ok(id)
+    }
+
+    /// Runs `f` inside an NCCL group (`ncclGroupStart` … `ncclGroupEnd`). The group is closed
+    /// whatever `f` returns; `f`'s error comes first, then the group end's.
+    #[inline]
+    #[track_caller]
+    pub fn group<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        // SAFETY: opens a group that is closed below on every path.
+        self.check(unsafe { (self.ncclGroupStart)() })?;
+        let r = f();
+        // SAFETY: closes the group opened above.
+        let end = self.check(unsafe { (self.ncclGroupEnd)() });
+        let v = r?;
+        end.map(|_| v)
+    }
+
     /// Converts an NCCL result into ours, recording the caller's location.
     #[track_caller]
     #[inline]
@@ -364,9 +399,10 @@ mod tests {
 
     #[test]
     fn missing_explicit_library_is_a_clean_error() {
-        // Safe in tests: only this test reads or writes the variable.
+        // SAFETY: only this test reads or writes the variable.
         unsafe { std::env::set_var(LIB_ENV, "/nonexistent/libnccl.so.2") };
-        let err = Nccl::load().err().expect("must fail");
+        let err = Nccl::load().expect_err("must fail");
+        // SAFETY: as above.
         unsafe { std::env::remove_var(LIB_ENV) };
         assert_eq!(err.exit_code(), 3);
         let msg = err.to_string();

@@ -94,18 +94,10 @@ pub struct Worker<'a> {
     stall_ms: Option<u64>,
 }
 
-/// Runs `f` between `ncclGroupStart`/`ncclGroupEnd` when `grouped`; the group is always closed.
+/// Runs `f` inside one NCCL group when `grouped`; the group is always closed.
 #[inline]
 pub(super) fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
-    if !grouped {
-        return f();
-    }
-    // SAFETY: balanced by the ncclGroupEnd below.
-    nccl.check(unsafe { (nccl.ncclGroupStart)() })?;
-    let r = f();
-    // SAFETY: closes the group opened above.
-    let end = nccl.check(unsafe { (nccl.ncclGroupEnd)() });
-    r.and(end)
+    if grouped { nccl.group(f) } else { f() }
 }
 
 impl<'a> Worker<'a> {

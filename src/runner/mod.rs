@@ -365,7 +365,6 @@ fn run_with(
     driver::init()?;
     crate::host::trace("CUDA driver initialised");
     let nccl = Nccl::load()?;
-    let nccl = &nccl;
     crate::host::trace("libnccl loaded");
     let nccl_version = nccl.version()?;
     let settings = &version_settings(opts, nccl_version)?;
@@ -428,8 +427,7 @@ fn run_with(
     // The first process of each group creates the id; the bootstrap hands it to its group.
     let mut id = crate::gpu::nccl::UniqueId { internal: [0; 128] };
     if group.rank == 0 {
-        // SAFETY: valid out pointer.
-        nccl.check(unsafe { (nccl.ncclGetUniqueId)(&mut id) })?;
+        id = nccl.unique_id()?;
     }
     let mut bytes: [u8; 128] = id.internal.map(|c| c as u8);
     boot.broadcast_id(&mut bytes)?;

@@ -101,46 +101,31 @@ pub fn init_comms(
 ) -> Result<Vec<(CUcontext, Comm)>> {
     let mut comms = vec![std::ptr::null_mut(); devices.len()];
     let mut ctxs = Vec::with_capacity(devices.len());
-    // SAFETY: group calls bracket the init calls below.
-    nccl.check(unsafe { (nccl.ncclGroupStart)() })?;
-    let mut result = Ok(());
-    for (i, d) in devices.iter().enumerate() {
-        let ctx = match driver::primary_context(d.ordinal).and_then(|c| {
-            driver::set_current(c)?;
-            Ok(c)
-        }) {
-            Ok(c) => c,
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        };
-        ctxs.push(ctx);
-        let rank = (first_rank + i) as i32;
-        let r = match nccl.ncclCommInitRankConfig {
-            Some(f) => {
-                let mut cfg = Config::new();
-                if nccl_version >= 22800 {
-                    cfg.nvlink_centric_sched = 1;
+    nccl.group(|| {
+        for (i, d) in devices.iter().enumerate() {
+            let ctx = driver::primary_context(d.ordinal)?;
+            driver::set_current(ctx)?;
+            ctxs.push(ctx);
+            let rank = (first_rank + i) as i32;
+            let r = match nccl.ncclCommInitRankConfig {
+                Some(f) => {
+                    let mut cfg = Config::new();
+                    if nccl_version >= 22800 {
+                        cfg.nvlink_centric_sched = 1;
+                    }
+                    if let Some(p) = cta_policy {
+                        cfg.cta_policy = p as std::ffi::c_int;
+                    }
+                    // SAFETY: valid out pointer, id and config.
+                    unsafe { f(&mut comms[i], nranks as i32, *id, rank, &mut cfg) }
                 }
-                if let Some(p) = cta_policy {
-                    cfg.cta_policy = p as std::ffi::c_int;
-                }
-                // SAFETY: valid out pointer, id and config.
-                unsafe { f(&mut comms[i], nranks as i32, *id, rank, &mut cfg) }
-            }
-            // SAFETY: valid out pointer and id.
-            None => unsafe { (nccl.ncclCommInitRank)(&mut comms[i], nranks as i32, *id, rank) },
-        };
-        if let Err(e) = nccl.check(r) {
-            result = Err(e);
-            break;
+                // SAFETY: valid out pointer and id.
+                None => unsafe { (nccl.ncclCommInitRank)(&mut comms[i], nranks as i32, *id, rank) },
+            };
+            nccl.check(r)?;
         }
-    }
-    // SAFETY: closes the group opened above.
-    let end = nccl.check(unsafe { (nccl.ncclGroupEnd)() });
-    result?;
-    end?;
+        Ok(())
+    })?;
     Ok(ctxs.into_iter().zip(comms).collect())
 }
 
@@ -288,27 +273,17 @@ fn register_with(
     // of the group), so the handles live here, never moved, until the group is closed.
     let mut handles = vec![[std::ptr::null_mut::<c_void>(); 2]; gpus.len()];
     let slots = handles.as_mut_ptr();
-    // SAFETY: balanced by the ncclGroupEnd below.
-    nccl.check(unsafe { (nccl.ncclGroupStart)() })?;
-    let mut result = Ok(());
-    for (i, g) in gpus.iter().enumerate() {
-        if let Err(e) = driver::set_current(g.ctx) {
-            result = Err(e);
-            break;
+    let result = nccl.group(|| {
+        for (i, g) in gpus.iter().enumerate() {
+            driver::set_current(g.ctx)?;
+            // SAFETY: `i` is in bounds and `handles` is neither moved nor resized until it is
+            // read after the group; nothing else touches it meanwhile.
+            let h = unsafe { &mut *slots.add(i) };
+            nccl.check(call(g.comm, g.send as *mut c_void, &mut h[0]))?;
+            nccl.check(call(g.comm, g.recv as *mut c_void, &mut h[1]))?;
         }
-        // SAFETY: `i` is in bounds and `handles` is neither moved nor resized until it is read
-        // after ncclGroupEnd; nothing else touches it meanwhile.
-        let h = unsafe { &mut *slots.add(i) };
-        let r = nccl
-            .check(call(g.comm, g.send as *mut c_void, &mut h[0]))
-            .and_then(|_| nccl.check(call(g.comm, g.recv as *mut c_void, &mut h[1])));
-        if let Err(e) = r {
-            result = Err(e);
-            break;
-        }
-    }
-    // SAFETY: closes the group opened above.
-    let end = nccl.check(unsafe { (nccl.ncclGroupEnd)() });
+        Ok(())
+    });
     // Recorded even after a failure, so that teardown undoes what was registered.
     for (g, h) in gpus.iter_mut().zip(handles) {
         g.handles = if window {
@@ -317,7 +292,7 @@ fn register_with(
             Handles::Local(h)
         };
     }
-    result.and(end)
+    result
 }
 
 /// Undoes the `-R` registrations of one GPU (once: the handles are forgotten).
