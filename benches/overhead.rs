@@ -154,17 +154,15 @@ fn bare_loop(
     steps: u64,
     mut op: impl FnMut(*mut c_void, *mut c_void) -> c_int,
 ) -> f64 {
-    let send = if in_place { g.recv } else { g.send };
+    let (send, recv) = (g.send().addr(), g.recv().addr());
+    let send = if in_place { recv } else { send };
     let t = Instant::now();
     for i in 0..iters {
         let shift = span * (i % steps);
-        let r = op(
-            (send + shift) as *mut c_void,
-            (g.recv + shift) as *mut c_void,
-        );
+        let r = op((send + shift) as *mut c_void, (recv + shift) as *mut c_void);
         assert_eq!(r, 0, "NCCL call failed");
     }
-    while !driver::stream_done(g.stream).expect("stream query") {
+    while !g.stream().is_done().expect("stream query") {
         std::thread::yield_now();
     }
     t.elapsed().as_secs_f64() / iters as f64
@@ -172,7 +170,7 @@ fn bare_loop(
 
 /// The bare loop of collective `name` on one rank (see the module comment).
 fn bare(nccl: &Nccl, g: &Gpu, name: &str, c: &Counts, s: &Shape, in_place: bool, n: u64) -> f64 {
-    let (comm, st) = (g.comm, g.stream as *mut c_void);
+    let (comm, st) = (g.comm().as_raw(), g.stream().as_raw() as *mut c_void);
     let p = c.param;
     // SAFETY (every call): pointers inside the 2 × MAX-byte buffers, live comm and stream.
     unsafe {
@@ -320,7 +318,9 @@ fn main() {
     let version = nccl.version().expect("version");
     let devices = setup::discover(0, 1).expect("device 0");
     let id = nccl.unique_id().expect("unique id");
-    let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None).expect("comm")[0];
+    let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None)
+        .expect("comm")
+        .remove(0);
     let sizes = BufferSizes {
         data: max as usize,
         expected: 0,

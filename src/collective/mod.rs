@@ -2,9 +2,10 @@
 //! computed, which NCCL call(s) one operation is, and what the buffers must hold for validation.
 //!
 //! The NCCL calls are *planned* as [`Step`]s (native collective, grouped send/receive, local
-//! copy), bound once per measurement by [`step::bind`] and issued by [`step::issue`]; the tests
-//! replay the same steps on host buffers prepared from the [`Fill`]s (`sim.rs`), which checks
-//! counts, offsets, pairings and expected data together without a GPU.
+//! copy), bound once per measurement by [`step::bind`] and issued by the GPU layer
+//! ([`crate::gpu::op`]); the tests replay the same steps on host buffers prepared from the
+//! [`Fill`]s (`sim.rs`), which checks counts, offsets, pairings and expected data together
+//! without a GPU.
 
 mod all_gather;
 mod all_reduce;
@@ -34,12 +35,11 @@ pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
 pub use sendrecv::SendRecv;
-pub use step::{Base, Bound, Geometry, Io, Natives, Step, Target};
+pub use step::{Base, Bound, Geometry, Io, Natives, Step};
 
 use crate::error::Result;
-use crate::gpu::nccl::Comm;
+use crate::gpu::driver::CUdeviceptr;
 use crate::types::RedOp;
-use std::ffi::c_void;
 
 /// Per-rank element counts derived from one sweep size (spec §1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -244,25 +244,18 @@ impl FillCtx {
     }
 }
 
-/// One NCCL call's arguments for one GPU.
+/// What one GPU's operation is bound from: its pointers and shape (datatype, op, communicator
+/// and stream are the GPU layer's, see `gpu::op`).
 #[derive(Debug, Clone, Copy)]
 pub struct Call {
-    /// Send pointer.
-    pub send: *const c_void,
-    /// Receive pointer.
-    pub recv: *mut c_void,
+    /// Send pointer (device address).
+    pub send: CUdeviceptr,
+    /// Receive pointer (device address).
+    pub recv: CUdeviceptr,
     /// Counts for this size.
     pub counts: Counts,
-    /// `ncclDataType_t`.
-    pub dtype: i32,
-    /// `ncclRedOp_t` (built-in or PreMulSum id).
-    pub op: i32,
     /// Root.
     pub root: i32,
-    /// Communicator.
-    pub comm: Comm,
-    /// Stream.
-    pub stream: *mut c_void,
     /// NCCL rank of this GPU.
     pub rank: usize,
     /// Communicator size.

@@ -466,7 +466,8 @@ fn replay_catches_wrong_offsets_and_pairings() {
 /// base + offset·ts, the call's count and root for natives, copies onto themselves dropped.
 #[test]
 fn binding_resolves_every_planned_step() {
-    use super::step::{Bound, Io, bind, open_after_failure};
+    use super::step::{Bound, Io, bind};
+    use crate::gpu::op::open_after_failure;
     let (send, recv) = (0x7f00_0000_0000usize, 0x7f80_0000_0000usize);
     for coll in eleven() {
         for n in [1usize, 2, 4, 8] {
@@ -483,14 +484,10 @@ fn binding_resolves_every_planned_step() {
                             let r = recv + counts.recv_inplace_offset * ts * rank;
                             let root = (rank + 1) % n;
                             let call = Call {
-                                send: s as *const c_void,
-                                recv: r as *mut c_void,
+                                send: s as u64,
+                                recv: r as u64,
                                 counts,
-                                dtype: 7,
-                                op: 0,
                                 root: root as i32,
-                                comm: std::ptr::null_mut(),
-                                stream: std::ptr::null_mut(),
                                 rank,
                                 nranks: n,
                                 ts,
@@ -582,14 +579,10 @@ fn binding_resolves_every_planned_step() {
     // sendrecv on one rank is exactly nccl-tests' group { send to self; receive from self }.
     let mut b = Vec::new();
     let c = Call {
-        send: 0x1000 as *const c_void,
-        recv: 0x2000 as *mut c_void,
+        send: 0x1000,
+        recv: 0x2000,
         counts: Counts::whole(2),
-        dtype: 7,
-        op: 0,
         root: 0,
-        comm: std::ptr::null_mut(),
-        stream: std::ptr::null_mut(),
         rank: 0,
         nranks: 1,
         ts: 4,
@@ -611,7 +604,7 @@ fn binding_resolves_every_planned_step() {
     // Hypercube in place on one rank: nothing at all (its copy would be onto itself).
     b.clear();
     let c = Call {
-        send: 0x2000 as *const c_void,
+        send: 0x2000,
         counts: Hypercube.counts(1024, 1, 4),
         ..c
     };

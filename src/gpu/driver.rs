@@ -1,9 +1,10 @@
-//! The CUDA driver calls a run needs, checked and turned into [`Error`]s. Thin on purpose: the
-//! timed loop hands raw streams and device pointers to NCCL, so nothing here tracks them.
+//! The *result* layer over the CUDA driver: each call a run needs, checked and turned into an
+//! [`Error`]. Thin on purpose; the owned, safe types are in [`super::device`].
 //!
-//! Streams and contexts are opaque driver handles that this code never dereferences; the driver
-//! validates them, so the functions taking them stay safe.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
+//! A function that takes a raw handle (context, stream, event, graph) or a device address is an
+//! `unsafe fn`: the driver trusts them, and a stale or made-up one is undefined behaviour. The
+//! functions that only create something (a context retained for the process, a stream, an
+//! allocation) or read device properties are safe.
 
 use crate::error::{Error, Result};
 use cudarc::driver::result::{self as cu, DriverError};
@@ -67,8 +68,8 @@ pub fn init() -> Result<()> {
     // SAFETY: the library is present (checked above), so cudarc's loader finds it instead of
     // panicking; looking a symbol up calls nothing.
     let lib = unsafe { sys::culib() };
-    // SAFETY: as above.
     let find = |n: &str| {
+        // SAFETY: as above.
         unsafe { lib.get::<*const c_void>(n.as_bytes()) }
             .ok()
             .map(|s| *s)
@@ -166,8 +167,11 @@ pub fn primary_context(ordinal: i64) -> Result<CUcontext> {
 }
 
 /// Makes a context current on the calling thread.
-pub fn set_current(ctx: CUcontext) -> Result<()> {
-    // SAFETY: `ctx` comes from `primary_context`.
+///
+/// # Safety
+/// `ctx` must come from [`primary_context`].
+pub unsafe fn set_current(ctx: CUcontext) -> Result<()> {
+    // SAFETY: the caller passes a context from `primary_context` (see `# Safety`).
     check(unsafe { cu::ctx::set_current(ctx) })
 }
 
@@ -180,18 +184,24 @@ pub fn create_stream(null_stream: bool) -> Result<CUstream> {
 }
 
 /// Destroys a stream made by [`create_stream`].
-pub fn destroy_stream(s: CUstream) -> Result<()> {
+///
+/// # Safety
+/// `s` must come from [`create_stream`] and not be used afterwards.
+pub unsafe fn destroy_stream(s: CUstream) -> Result<()> {
     if s.is_null() {
         return Ok(());
     }
-    // SAFETY: `s` was created by `create_stream` and is no longer used.
+    // SAFETY: the caller's stream from `create_stream`, not used afterwards (see `# Safety`).
     check(unsafe { cu::stream::destroy(s) })
 }
 
 /// Whether all work on the stream is done (`cuStreamQuery`); errors are real failures.
+///
+/// # Safety
+/// `s` must be a live stream (or the NULL stream).
 #[inline]
-pub fn stream_done(s: CUstream) -> Result<bool> {
-    // SAFETY: `s` is a live stream of the current context.
+pub unsafe fn stream_done(s: CUstream) -> Result<bool> {
+    // SAFETY: the caller passes a live stream (see `# Safety`).
     match unsafe { sys::cuStreamQuery(s) } {
         sys::CUresult::CUDA_SUCCESS => Ok(true),
         sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
@@ -200,8 +210,11 @@ pub fn stream_done(s: CUstream) -> Result<bool> {
 }
 
 /// Blocks until the stream is idle.
-pub fn synchronize(s: CUstream) -> Result<()> {
-    // SAFETY: `s` is a live stream of the current context.
+///
+/// # Safety
+/// `s` must be a live stream (or the NULL stream).
+pub unsafe fn synchronize(s: CUstream) -> Result<()> {
+    // SAFETY: the caller passes a live stream (see `# Safety`).
     check(unsafe { cu::stream::synchronize(s) })
 }
 
@@ -212,32 +225,50 @@ pub fn malloc(bytes: usize) -> Result<CUdeviceptr> {
 }
 
 /// Frees memory from [`malloc`].
-pub fn free(p: CUdeviceptr) -> Result<()> {
-    // SAFETY: `p` came from `malloc` and is no longer in use.
+///
+/// # Safety
+/// `p` must come from [`malloc`], be idle and not be used afterwards.
+pub unsafe fn free(p: CUdeviceptr) -> Result<()> {
+    // SAFETY: the caller's idle allocation from `malloc`, not used afterwards (see `# Safety`).
     check(unsafe { cu::free_sync(p) })
 }
 
 /// Fills `bytes` bytes at `p` with `value`, asynchronously on `s`.
-pub fn memset_async(p: CUdeviceptr, value: u8, bytes: usize, s: CUstream) -> Result<()> {
+///
+/// # Safety
+/// The `bytes` bytes at `p` must lie inside one live allocation, and `s` must be a live stream.
+pub unsafe fn memset_async(p: CUdeviceptr, value: u8, bytes: usize, s: CUstream) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    // SAFETY: the caller passes a range inside one of its allocations.
+    // SAFETY: the caller passes a range inside one live allocation (see `# Safety`).
     check(unsafe { cu::memset_d8_async(p, value, bytes, s) })
 }
 
 /// Copies device memory to device memory, asynchronously on `s`.
-pub fn copy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, s: CUstream) -> Result<()> {
+///
+/// # Safety
+/// Both ranges of `bytes` bytes must lie inside live allocations, and `s` must be a live
+/// stream.
+pub unsafe fn copy_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    s: CUstream,
+) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    // SAFETY: both ranges lie inside the caller's allocations.
+    // SAFETY: the caller passes ranges inside live allocations (see `# Safety`).
     check(unsafe { cu::memcpy_dtod_async(dst, src, bytes, s) })
 }
 
 /// Copies device memory into a host slice (synchronous).
-pub fn copy_to_host<T: bytemuck::Pod>(dst: &mut [T], src: CUdeviceptr) -> Result<()> {
-    // SAFETY: `src` holds at least `dst.len()` elements.
+///
+/// # Safety
+/// `src` must be the start of at least `size_of_val(dst)` bytes of one live allocation.
+pub unsafe fn copy_to_host<T: bytemuck::Pod>(dst: &mut [T], src: CUdeviceptr) -> Result<()> {
+    // SAFETY: the caller passes the start of at least `size_of_val(dst)` device bytes.
     check(unsafe { cu::memcpy_dtoh_sync(dst, src) })
 }
 
@@ -247,12 +278,18 @@ pub fn mem_info() -> Result<(u64, u64)> {
 }
 
 /// Loads a PTX or cubin image into the current context and looks up functions in it.
+#[derive(Debug)]
 pub struct Module(sys::CUmodule);
 
 impl Module {
-    /// Loads a NUL-terminated PTX text or a cubin image.
-    pub fn load(image: &[u8]) -> Result<Module> {
-        // SAFETY: `image` is a complete PTX (NUL-terminated) or cubin image.
+    /// Loads a NUL-terminated PTX text or a cubin image into the current context. The module
+    /// is never unloaded: its context lives as long as the process.
+    ///
+    /// # Safety
+    /// `image` must be a complete cubin or a NUL-terminated PTX text: the driver reads it
+    /// without knowing its length.
+    pub unsafe fn load(image: &[u8]) -> Result<Module> {
+        // SAFETY: the caller passes a complete image (see `# Safety`).
         check(unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }).map(Module)
     }
 
@@ -289,32 +326,45 @@ pub fn create_timing_event() -> Result<CUevent> {
 }
 
 /// Records `e` on stream `s`.
+///
+/// # Safety
+/// `e` must come from [`create_timing_event`] and be live; `s` must be a live stream.
 #[inline]
 #[track_caller]
-pub fn record_event(e: CUevent, s: CUstream) -> Result<()> {
-    // SAFETY: `e` comes from `create_timing_event` and `s` is a live stream of its context.
+pub unsafe fn record_event(e: CUevent, s: CUstream) -> Result<()> {
+    // SAFETY: the caller passes a live event and stream (see `# Safety`).
     check(unsafe { cu::event::record(e, s) })
 }
 
 /// Milliseconds between two completed events of one stream.
+///
+/// # Safety
+/// Both events must come from [`create_timing_event`] and be live.
 #[track_caller]
-pub fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
-    // SAFETY: both events were created by `create_timing_event`, recorded, and are complete.
+pub unsafe fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
+    // SAFETY: the caller passes two live events (see `# Safety`); an unrecorded or pending one
+    // is an error, not undefined behaviour.
     check(unsafe { cu::event::elapsed(start, end) })
 }
 
 /// Destroys an event from [`create_timing_event`].
-pub fn destroy_event(e: CUevent) -> Result<()> {
-    // SAFETY: `e` is not used afterwards.
+///
+/// # Safety
+/// `e` must come from [`create_timing_event`] and not be used afterwards.
+pub unsafe fn destroy_event(e: CUevent) -> Result<()> {
+    // SAFETY: the caller's event, not used afterwards (see `# Safety`).
     check(unsafe { cu::event::destroy(e) })
 }
 
 /// Starts capturing the work enqueued on `s` into a graph, in thread-local mode: only this
 /// thread's potentially unsafe CUDA calls are forbidden while it lasts, so other benchmark
 /// threads (and NCCL's own threads) keep working.
+///
+/// # Safety
+/// `s` must be a live stream of the current context (the NULL stream is refused with an error).
 #[track_caller]
-pub fn begin_capture(s: CUstream) -> Result<()> {
-    // SAFETY: `s` is a live, non-NULL stream of the current context.
+pub unsafe fn begin_capture(s: CUstream) -> Result<()> {
+    // SAFETY: the caller passes a live stream (see `# Safety`).
     check(unsafe {
         cu::stream::begin_capture(
             s,
@@ -325,9 +375,12 @@ pub fn begin_capture(s: CUstream) -> Result<()> {
 
 /// Ends the capture on `s`, instantiates the captured graph and frees the graph itself (the
 /// executable graph keeps what it needs). The capture is ended even when instantiation fails.
+///
+/// # Safety
+/// `s` must be a live stream that this thread is capturing.
 #[track_caller]
-pub fn end_capture_and_instantiate(s: CUstream) -> Result<CUgraphExec> {
-    // SAFETY: `s` is capturing (begun by `begin_capture` on this thread).
+pub unsafe fn end_capture_and_instantiate(s: CUstream) -> Result<CUgraphExec> {
+    // SAFETY: the caller passes a live stream this thread captures (see `# Safety`).
     let graph = check(unsafe { cu::stream::end_capture(s) })?;
     // SAFETY: `graph` was just captured; it is destroyed once, here.
     let exec = check(unsafe { cu::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) });
@@ -340,8 +393,12 @@ pub fn end_capture_and_instantiate(s: CUstream) -> Result<CUgraphExec> {
 
 /// Ends a capture that failed part-way and drops whatever was captured (best effort: the
 /// stream is left usable, errors are ignored since the caller already has one).
-pub fn abandon_capture(s: CUstream) {
-    // SAFETY: ending a capture that may or may not be active; the graph, if any, is freed.
+///
+/// # Safety
+/// `s` must be a live stream.
+pub unsafe fn abandon_capture(s: CUstream) {
+    // SAFETY: the caller passes a live stream; ending a capture that may or may not be active
+    // is allowed, and the graph, if any, is freed.
     if let Ok(graph) = unsafe { cu::stream::end_capture(s) }
         && !graph.is_null()
     {
@@ -351,16 +408,23 @@ pub fn abandon_capture(s: CUstream) {
 }
 
 /// Launches an executable graph on `s`.
+///
+/// # Safety
+/// `g` must come from [`end_capture_and_instantiate`] and be live, and so must every
+/// buffer and communicator its captured work uses; `s` must be a live stream.
 #[inline]
 #[track_caller]
-pub fn launch_graph(g: CUgraphExec, s: CUstream) -> Result<()> {
-    // SAFETY: `g` comes from `end_capture_and_instantiate` and `s` is a live stream.
+pub unsafe fn launch_graph(g: CUgraphExec, s: CUstream) -> Result<()> {
+    // SAFETY: the caller passes a live graph, whose work uses live objects, and a live stream.
     check(unsafe { cu::graph::launch(g, s) })
 }
 
 /// Frees an executable graph (its launches may still be running).
-pub fn destroy_graph(g: CUgraphExec) -> Result<()> {
-    // SAFETY: `g` is not launched again.
+///
+/// # Safety
+/// `g` must come from [`end_capture_and_instantiate`] and not be used afterwards.
+pub unsafe fn destroy_graph(g: CUgraphExec) -> Result<()> {
+    // SAFETY: the caller's graph, not launched again (see `# Safety`).
     check(unsafe { cu::graph::exec_destroy(g) })
 }
 

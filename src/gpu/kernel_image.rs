@@ -79,7 +79,8 @@ impl KernelImage {
             };
         }
         if let Source::Nvrtc(c) = &*source {
-            match Kernels::load(&c.image, types) {
+            // SAFETY: NVRTC's output: a complete cubin or NUL-terminated PTX (`kernels::nvrtc`).
+            match unsafe { Kernels::load(&c.image, types) } {
                 Ok(k) => {
                     let what = &c.what;
                     self.note.call_once(|| {
@@ -112,7 +113,8 @@ impl KernelImage {
         let mut last = None;
         for b in ptx::for_gpu(self.cc) {
             // The bundled PTX holds the kernels of every type.
-            match Kernels::load(&b.image(), &DataType::ALL) {
+            // SAFETY: `Bundled::image` is the PTX text with its NUL.
+            match unsafe { Kernels::load(&b.image(), &DataType::ALL) } {
                 Ok(k) => return Ok(k),
                 Err(e) => last = Some(e),
             }

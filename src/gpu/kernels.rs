@@ -1,10 +1,9 @@
-//! Run-time compilation (NVRTC) and launching of the data-generation and checking kernels.
-//!
-//! Streams and contexts are opaque driver handles that this code never dereferences; the driver
-//! validates them, so the functions taking them stay safe.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
+//! Run-time compilation (NVRTC) and launching of the data-generation and checking kernels. The
+//! launches take checked [`Span`]s of device memory, each at least as long as the elements the
+//! kernel reaches.
 
-use super::driver::{self, CUdeviceptr, CUfunction, CUstream, Module};
+use super::device::{Span, Stream};
+use super::driver::{self, CUfunction, CUstream, Module};
 use crate::error::{Error, Result};
 use crate::types::{DataType, RedOp};
 use crate::verify::kernels as names;
@@ -89,8 +88,8 @@ pub fn probe_nvrtc() -> Result<bool> {
     // SAFETY: the library is present (checked above), so cudarc's loader finds it instead of
     // panicking; looking a symbol up calls nothing.
     let lib = unsafe { cudarc::nvrtc::sys::culib() };
-    // SAFETY: as above.
     let find = |n: &str| {
+        // SAFETY: as above.
         unsafe { lib.get::<*const c_void>(n.as_bytes()) }
             .ok()
             .map(|s| *s)
@@ -179,6 +178,7 @@ unsafe fn launch(f: CUfunction, count: u64, s: CUstream, values: &mut [u64]) -> 
 }
 
 /// The kernels of one GPU, loaded into its context.
+#[derive(Debug)]
 pub struct Kernels {
     _module: Module,
     input: HashMap<DataType, CUfunction>,
@@ -198,10 +198,28 @@ fn lookup(map: &HashMap<DataType, CUfunction>, dt: DataType) -> Result<CUfunctio
         .ok_or_else(|| Error::Internal(format!("no kernel loaded for {}", dt.name())))
 }
 
+/// `span` holds `count` elements of `dt`, or says why not.
+fn holds(span: &Span, count: u64, dt: DataType) -> Result<()> {
+    let need = count.checked_mul(dt.size() as u64);
+    if need.is_some_and(|n| n <= span.len() as u64) {
+        return Ok(());
+    }
+    Err(Error::Internal(format!(
+        "a kernel over {count} {} elements was given {} bytes",
+        dt.name(),
+        span.len()
+    )))
+}
+
 impl Kernels {
     /// Loads the compiled image into the current context and looks up the kernels of `types`.
-    pub fn load(image: &[u8], types: &[DataType]) -> Result<Kernels> {
-        let module = Module::load(image)?;
+    ///
+    /// # Safety
+    /// `image` must be a complete cubin or a NUL-terminated PTX text (as [`compile`] and the
+    /// bundled PTX make them).
+    pub unsafe fn load(image: &[u8], types: &[DataType]) -> Result<Kernels> {
+        // SAFETY: forwarded to the caller.
+        let module = unsafe { Module::load(image) }?;
         let mut k = Kernels {
             input: HashMap::new(),
             expected: HashMap::new(),
@@ -224,22 +242,32 @@ impl Kernels {
     pub fn fill_input(
         &self,
         dt: DataType,
-        buf: CUdeviceptr,
+        buf: Span,
         count: u64,
         ix0: u64,
         op: Option<RedOp>,
         rn: u32,
         rme: u32,
         seed: u64,
-        s: CUstream,
+        s: &Stream,
     ) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
+        holds(&buf, count, dt)?;
         let f = lookup(&self.input, dt)?;
         let (op, rn, rme) = (int(names::op_code(op)), int(rn as i32), int(rme as i32));
-        // SAFETY: parameters match `np_input_<type>(void*, u64, u64, int, int, int, u64)`.
-        unsafe { launch(f, count, s, &mut [buf, count, ix0, op, rn, rme, seed]) }
+        let buf = buf.addr();
+        // SAFETY: parameters match `np_input_<type>(void*, u64, u64, int, int, int, u64)`, and
+        // the kernel writes `count` elements at `buf`, which the span holds.
+        unsafe {
+            launch(
+                f,
+                count,
+                s.as_raw(),
+                &mut [buf, count, ix0, op, rn, rme, seed],
+            )
+        }
     }
 
     /// Fills `count` elements at `buf` with the expected results.
@@ -247,42 +275,50 @@ impl Kernels {
     pub fn fill_expected(
         &self,
         dt: DataType,
-        buf: CUdeviceptr,
+        buf: Span,
         count: u64,
         ix0: u64,
         op: Option<RedOp>,
         rn: u32,
         seed: u64,
-        s: CUstream,
+        s: &Stream,
     ) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
+        holds(&buf, count, dt)?;
         let f = lookup(&self.expected, dt)?;
         let (op, rn) = (int(names::op_code(op)), int(rn as i32));
-        // SAFETY: parameters match `np_expected_<type>(void*, u64, u64, int, int, u64)`.
-        unsafe { launch(f, count, s, &mut [buf, count, ix0, op, rn, seed]) }
+        let buf = buf.addr();
+        // SAFETY: parameters match `np_expected_<type>(void*, u64, u64, int, int, u64)`, and
+        // the kernel writes `count` elements at `buf`, which the span holds.
+        unsafe { launch(f, count, s.as_raw(), &mut [buf, count, ix0, op, rn, seed]) }
     }
 
-    /// Adds to the device counter at `counter` the number of elements of `got` that differ from
-    /// `want` by more than `tol` units of the last place.
+    /// Adds to the device counter `counter` (one u64) the number of the `count` elements of
+    /// `got` that differ from `want` by more than `tol` units of the last place.
     #[allow(clippy::too_many_arguments)]
     pub fn count_mismatches(
         &self,
         dt: DataType,
-        got: CUdeviceptr,
-        want: CUdeviceptr,
+        got: Span,
+        want: Span,
         count: u64,
         tol: u64,
-        counter: CUdeviceptr,
-        s: CUstream,
+        counter: Span,
+        s: &Stream,
     ) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
+        holds(&got, count, dt)?;
+        holds(&want, count, dt)?;
+        holds(&counter, 1, DataType::Uint64)?;
         let f = lookup(&self.mismatch, dt)?;
-        // SAFETY: parameters match `np_mismatch_<bits>(const void*, const void*, u64, u64, u64*)`.
-        unsafe { launch(f, count, s, &mut [got, want, count, tol, counter]) }
+        let (got, want, counter) = (got.addr(), want.addr(), counter.addr());
+        // SAFETY: parameters match `np_mismatch_<bits>(const void*, const void*, u64, u64, u64*)`;
+        // the kernel reads `count` elements of each span and adds to the counter, all held.
+        unsafe { launch(f, count, s.as_raw(), &mut [got, want, count, tol, counter]) }
     }
 }
 

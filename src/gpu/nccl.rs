@@ -2,8 +2,10 @@
 //! images ship, and panics when the library is missing; this one finds it, honours an explicit
 //! path, and reports a missing library or symbol as a one-line error.
 //!
-//! [`Nccl`] holds the raw entry points plus [`Nccl::check`] and the calls that take no handle
-//! ([`Nccl::version`], [`Nccl::unique_id`], [`Nccl::group`]).
+//! [`Nccl`] is the *sys* layer (the raw entry points, for the GPU layer and the benchmarks'
+//! bare loops) plus the *result* layer ([`Nccl::check`]) and the safe calls that take no
+//! handle ([`Nccl::version`], [`Nccl::unique_id`], [`Nccl::group`]). Communicators and the
+//! calls on them are in [`super::comm`] and [`super::op`].
 //!
 //! Results, datatypes and ops are plain `c_int`s: PreMulSum op ids are created at run time, so a
 //! Rust enum there would be undefined behaviour.

@@ -15,7 +15,7 @@
 use super::measure::Shape;
 use super::setup::Gpu;
 use crate::error::{Error, Result};
-use crate::gpu::driver::{self, CUdeviceptr};
+use crate::gpu::driver::CUdeviceptr;
 use std::sync::OnceLock;
 
 /// The environment variable of the switch.
@@ -100,14 +100,14 @@ pub fn corrupt(
         return Ok(());
     }
     let ts = s.dt.size() as u64;
-    for g in gpus.iter().filter(|g| g.rank == c.rank) {
+    for g in gpus.iter().filter(|g| g.rank() == c.rank) {
         // Little-endian: the last byte of the element holds its sign and exponent (or top bits).
-        let at = recv(g) + c.index * ts + (ts - 1);
-        driver::set_current(g.ctx)?;
+        let at = g.recv().span(recv(g) + c.index * ts + (ts - 1), 1)?;
+        g.ctx().make_current()?;
         // The stream is idle (the caller waited for the operation), so this read is current.
         let mut byte = [0u8];
-        driver::copy_to_host(&mut byte, at)?;
-        driver::memset_async(at, byte[0] ^ 0x40, 1, g.stream)?;
+        at.copy_to_host(&mut byte)?;
+        at.memset_async(byte[0] ^ 0x40, g.stream())?;
     }
     Ok(())
 }

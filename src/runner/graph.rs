@@ -9,35 +9,27 @@
 //! launches are always waited for (nccl-tests skips the wait with `-z 1/2` and `-m 1`).
 
 use super::measure::{Shape, Worker};
-use super::op::BoundOp;
 use crate::error::Result;
-use crate::gpu::driver::{self, CUgraphExec};
+use crate::gpu::device::GraphExec;
+use crate::gpu::op::BoundOp;
 use std::time::Instant;
 
 /// The executable graphs of one capture, one per GPU, freed when dropped.
-struct Graphs(Vec<CUgraphExec>);
-
-impl Drop for Graphs {
-    fn drop(&mut self) {
-        for &g in &self.0 {
-            let _ = driver::destroy_graph(g);
-        }
-    }
-}
+struct Graphs<'g>(Vec<GraphExec<'g>>);
 
 impl Worker<'_> {
     /// Runs `enqueue` with every GPU stream of this thread captured into a graph; returns the
     /// instantiated graphs. A failure ends every capture and frees what was captured.
-    fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<Graphs> {
+    fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<Graphs<'_>> {
         let multi = self.gpus.len() > 1;
         let mut begun = 0;
         let mut result = Ok(());
         for g in &self.gpus {
-            if multi && let Err(e) = driver::set_current(g.ctx) {
+            if multi && let Err(e) = g.ctx().make_current() {
                 result = Err(e);
                 break;
             }
-            if let Err(e) = driver::begin_capture(g.stream) {
+            if let Err(e) = g.stream().begin_capture() {
                 result = Err(e);
                 break;
             }
@@ -49,13 +41,13 @@ impl Worker<'_> {
         let mut graphs = Graphs(Vec::with_capacity(self.gpus.len()));
         for g in &self.gpus[..begun] {
             if multi {
-                let _ = driver::set_current(g.ctx);
+                let _ = g.ctx().make_current();
             }
             if result.is_err() {
-                driver::abandon_capture(g.stream);
+                g.stream().abandon_capture();
                 continue;
             }
-            match driver::end_capture_and_instantiate(g.stream) {
+            match g.stream().end_capture() {
                 Ok(exec) => graphs.0.push(exec),
                 Err(e) => result = Err(e),
             }
@@ -68,11 +60,11 @@ impl Worker<'_> {
     #[inline]
     fn launch(&self, graphs: &Graphs) -> Result<()> {
         let multi = self.gpus.len() > 1;
-        for (g, &exec) in self.gpus.iter().zip(&graphs.0) {
+        for (g, exec) in self.gpus.iter().zip(&graphs.0) {
             if multi {
-                driver::set_current(g.ctx)?;
+                g.ctx().make_current()?;
             }
-            driver::launch_graph(exec, g.stream)?;
+            exec.launch(g.stream())?;
         }
         self.restore_context()
     }
@@ -107,7 +99,7 @@ impl Worker<'_> {
             return self.issue_once(s, in_place);
         }
         let op = self.bind(s, in_place)?;
-        let graph = self.capture(|| self.issue(&op, 0))?;
+        let graph = self.capture(|| op.issue_first())?;
         self.launch(&graph)
         // Dropping the graph right after the launch is allowed: CUDA frees it once it has run.
     }

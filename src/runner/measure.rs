@@ -7,7 +7,6 @@
 //! allocation, no locks, no plan interpretation (plus one event record per GPU per iteration
 //! with `-I 1`).
 
-use super::op::BoundOp;
 use super::per_iter::{self, Events};
 use super::setup::Gpu;
 use super::sync::ThreadGroup;
@@ -15,8 +14,9 @@ use super::{interrupt, stall};
 use crate::bootstrap::Reduce;
 use crate::collective::{Collective, Counts};
 use crate::error::{Error, Result};
-use crate::gpu::driver::{self, CUdeviceptr};
+use crate::gpu::driver::CUdeviceptr;
 use crate::gpu::nccl::Nccl;
+use crate::gpu::op::BoundOp;
 use crate::options::Options;
 use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
@@ -29,7 +29,7 @@ pub struct Engine<'a> {
     /// The collective under test.
     pub coll: &'a dyn Collective,
     /// libnccl.
-    pub nccl: &'a Nccl,
+    pub nccl: &'static Nccl,
     /// The threads (and processes) of the run.
     pub group: &'a ThreadGroup<'a>,
     /// Communicator size.
@@ -61,8 +61,22 @@ pub struct Shape {
 impl Shape {
     /// Counts for `bytes` bytes of `dt`.
     pub fn new(e: &Engine, dt: DataType, op: RedOp, root: usize, bytes: u64) -> Shape {
+        Shape::of(e.coll, e.nranks, e.max_bytes, dt, op, root, bytes)
+    }
+
+    /// Counts for `bytes` bytes of `dt` of collective `coll` on `nranks` ranks, with buffers
+    /// for `max_bytes` (the largest size).
+    pub fn of(
+        coll: &dyn Collective,
+        nranks: usize,
+        max_bytes: u64,
+        dt: DataType,
+        op: RedOp,
+        root: usize,
+        bytes: u64,
+    ) -> Shape {
         let ts = dt.size();
-        let counts = e.coll.counts(bytes as usize / ts, e.nranks, ts);
+        let counts = coll.counts(bytes as usize / ts, nranks, ts);
         let span = counts.printed_size(ts);
         Shape {
             dt,
@@ -70,8 +84,34 @@ impl Shape {
             root,
             counts,
             span,
-            steps: e.max_bytes.checked_div(span).unwrap_or(1).max(1),
+            steps: max_bytes.checked_div(span).unwrap_or(1).max(1),
         }
+    }
+
+    /// The send and receive pointers of rank `rank` whose buffers start at `(send, recv)`:
+    /// `unalign` elements in (`-u`), at the in-place offsets in place, advanced by `shift`
+    /// bytes.
+    pub fn pointers(
+        &self,
+        (send, recv): (CUdeviceptr, CUdeviceptr),
+        rank: usize,
+        unalign: u64,
+        in_place: bool,
+        shift: u64,
+    ) -> (CUdeviceptr, CUdeviceptr) {
+        let ts = self.ts() as u64;
+        let unalign = unalign * ts;
+        let recv = recv + unalign;
+        let rank = rank as u64;
+        let (send, recv) = if in_place {
+            (
+                recv + self.counts.send_inplace_offset as u64 * ts * rank,
+                recv + self.counts.recv_inplace_offset as u64 * ts * rank,
+            )
+        } else {
+            (send + unalign, recv)
+        };
+        (send + shift, recv + shift)
     }
 
     pub(super) fn ts(&self) -> usize {
@@ -104,7 +144,7 @@ impl<'a> Worker<'a> {
     /// A worker for thread `tid` owning `gpus`; creates the `-I 1` events.
     pub fn new(e: &'a Engine<'a>, tid: usize, gpus: Vec<Gpu>) -> Result<Worker<'a>> {
         if let Some(g) = gpus.first() {
-            driver::set_current(g.ctx)?;
+            g.ctx().make_current()?;
         }
         let events = if e.opts.per_iter {
             Events::create(&gpus, e.opts.iters as u64, e.opts.blocking == 3)?
@@ -129,19 +169,13 @@ impl<'a> Worker<'a> {
         in_place: bool,
         shift: u64,
     ) -> (CUdeviceptr, CUdeviceptr) {
-        let ts = s.ts() as u64;
-        let unalign = self.e.opts.unalign as u64 * ts;
-        let recv = g.recv + unalign;
-        let rank = g.rank as u64;
-        let (send, recv) = if in_place {
-            (
-                recv + s.counts.send_inplace_offset as u64 * ts * rank,
-                recv + s.counts.recv_inplace_offset as u64 * ts * rank,
-            )
-        } else {
-            (g.send + unalign, recv)
-        };
-        (send + shift, recv + shift)
+        s.pointers(
+            (g.send().addr(), g.recv().addr()),
+            g.rank(),
+            self.e.opts.unalign as u64,
+            in_place,
+            shift,
+        )
     }
 
     /// Polls every stream until idle, checking for asynchronous NCCL errors, the `-T` timeout
@@ -157,7 +191,7 @@ impl<'a> Worker<'a> {
         loop {
             let mut done = true;
             for g in &self.gpus {
-                if !driver::stream_done(g.stream)? {
+                if !g.stream().is_done()? {
                     done = false;
                     if polls.is_multiple_of(64) {
                         self.check_async(g)?;
@@ -172,8 +206,9 @@ impl<'a> Worker<'a> {
             if let Some(t0) = start
                 && t0.elapsed().as_secs_f64() > timeout as f64
             {
+                // The communicators are aborted when this thread's GPUs are dropped, which
+                // follows this error at once (or by `abort_all` on the way).
                 stall::release();
-                self.abort_all();
                 return Err(Error::Timeout {
                     secs: timeout,
                     site: std::panic::Location::caller(),
@@ -184,25 +219,22 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Returns a background operation's error (the communicators are then aborted when this
+    /// thread's GPUs are dropped, which follows the error at once).
     fn check_async(&self, g: &Gpu) -> Result<()> {
-        let nccl = self.e.nccl;
-        let mut state = 0;
-        // SAFETY: valid communicator and out pointer.
-        nccl.check(unsafe { (nccl.ncclCommGetAsyncError)(g.comm, &mut state) })?;
+        let state = g.comm().async_error()?;
         // 7 = ncclInProgress.
         if state != 0 && state != 7 {
-            self.abort_all();
-            nccl.check(state)?;
+            self.e.nccl.check(state)?;
         }
         Ok(())
     }
 
     /// Aborts every communicator of this thread (after a timeout, an asynchronous error or a
-    /// signal). A communicator must not be used, or aborted, again afterwards.
-    pub fn abort_all(&self) {
-        for g in &self.gpus {
-            // SAFETY: aborting is the documented way out of a failed communicator.
-            unsafe { (self.e.nccl.ncclCommAbort)(g.comm) };
+    /// signal); they are not used again. Dropping the GPUs does the same.
+    pub fn abort_all(&mut self) {
+        for g in &mut self.gpus {
+            g.abort();
         }
     }
 
@@ -213,7 +245,7 @@ impl<'a> Worker<'a> {
             let op = self.bind(&s, false)?;
             let mut rotation = op.rotation();
             for _ in 0..self.e.opts.warmup_iters {
-                self.issue(&op, rotation.next_shift())?;
+                rotation.issue_next()?;
             }
             self.wait()?;
         }
@@ -226,11 +258,12 @@ impl<'a> Worker<'a> {
         if o.check > 0 {
             self.prepare(s, in_place, 99, true)?;
         }
+        let stall_ms = self.stall_ms.take();
         let op = self.bind(s, in_place)?;
-        self.issue(&op, 0)?;
+        op.issue_first()?;
         self.wait()?;
         self.e.group.barrier()?;
-        if let Some(ms) = self.stall_ms.take() {
+        if let Some(ms) = stall_ms {
             stall::inject(&self.gpus, ms)?;
         }
 
@@ -240,6 +273,7 @@ impl<'a> Worker<'a> {
         } else {
             self.timed(&op, n, m)?
         };
+        drop(op);
         let per_iter = if self.events.active() {
             // With -z 1/2 and m = 1 the last event may still be pending.
             self.wait()?;
@@ -327,7 +361,7 @@ impl<'a> Worker<'a> {
             // The default loop (-z 0 -m 1, and every capture but -z 3's): the operations and
             // nothing else.
             for _ in 0..n {
-                self.issue(op, rotation.next_shift())?;
+                rotation.issue_next()?;
             }
             return Ok(0.0);
         }
@@ -341,7 +375,7 @@ impl<'a> Worker<'a> {
                     self.events.record(&self.gpus, self.events.start_of(iter))?;
                 }
                 for _ in 0..m {
-                    self.issue(op, rotation.next_shift())?;
+                    rotation.issue_next()?;
                     if per_op_wait {
                         // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
                         self.wait()?;

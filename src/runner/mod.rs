@@ -491,7 +491,7 @@ fn run_with(
         last_error: nccl.last_error(),
         memory_report: memory.map(|[a, b, c]| table::memory_report(a, b, c)),
     };
-    setup::destroy_all(nccl, gpus)?;
+    crate::gpu::rank::destroy_all(gpus)?;
     out.finish(&summary);
     crate::host::trace("teardown done");
     Ok(final_code(oob, min_bw_ok))

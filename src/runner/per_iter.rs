@@ -4,7 +4,7 @@
 
 use super::setup::Gpu;
 use crate::error::Result;
-use crate::gpu::driver::{self, CUcontext, CUevent};
+use crate::gpu::device::TimingEvents;
 use crate::report::PerIterStats;
 
 /// The timing events of one thread's GPUs, created once per thread and reused by every
@@ -12,7 +12,7 @@ use crate::report::PerIterStats;
 /// with `-z 3` a start/stop pair per iteration (`2i`, `2i + 1`), so the barrier between
 /// iterations is left out.
 pub struct Events {
-    per_gpu: Vec<(CUcontext, Vec<CUevent>)>,
+    per_gpu: Vec<TimingEvents>,
     paired: bool,
 }
 
@@ -33,17 +33,10 @@ impl Events {
             paired,
         };
         for g in gpus {
-            driver::set_current(g.ctx)?;
-            // Pushed before filling, so Drop frees what was made if a later one fails.
-            events.per_gpu.push((g.ctx, Vec::with_capacity(count)));
-            let last = events.per_gpu.len() - 1;
-            for _ in 0..count {
-                let e = driver::create_timing_event()?;
-                events.per_gpu[last].1.push(e);
-            }
+            events.per_gpu.push(TimingEvents::create(g.ctx(), count)?);
         }
         if let Some(g) = gpus.first() {
-            driver::set_current(g.ctx)?;
+            g.ctx().make_current()?;
         }
         Ok(events)
     }
@@ -68,14 +61,14 @@ impl Events {
     #[inline]
     pub fn record(&self, gpus: &[Gpu], index: usize) -> Result<()> {
         let multi = gpus.len() > 1;
-        for (g, (_, events)) in gpus.iter().zip(&self.per_gpu) {
+        for (g, events) in gpus.iter().zip(&self.per_gpu) {
             if multi {
-                driver::set_current(g.ctx)?;
+                g.ctx().make_current()?;
             }
-            driver::record_event(events[index], g.stream)?;
+            events.record(index, g.stream())?;
         }
         if multi && let Some(g) = gpus.first() {
-            driver::set_current(g.ctx)?;
+            g.ctx().make_current()?;
         }
         Ok(())
     }
@@ -85,35 +78,22 @@ impl Events {
     /// The events must be complete (the streams waited for).
     pub fn iteration_us(&self, iters: u64, m: u64) -> Result<Vec<f64>> {
         let mut out = vec![f64::NEG_INFINITY; iters as usize];
-        for (ctx, events) in &self.per_gpu {
-            driver::set_current(*ctx)?;
+        for events in &self.per_gpu {
+            events.ctx().make_current()?;
             for (i, slot) in out.iter_mut().enumerate() {
                 let (a, b) = if self.paired {
                     (2 * i, 2 * i + 1)
                 } else {
                     (i, i + 1)
                 };
-                let ms = driver::elapsed_ms(events[a], events[b])?;
+                let ms = events.elapsed_ms(a, b)?;
                 *slot = slot.max(f64::from(ms) * 1000.0 / m as f64);
             }
         }
-        if let Some((ctx, _)) = self.per_gpu.first() {
-            driver::set_current(*ctx)?;
+        if let Some(events) = self.per_gpu.first() {
+            events.ctx().make_current()?;
         }
         Ok(out)
-    }
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        for (ctx, events) in &self.per_gpu {
-            if driver::set_current(*ctx).is_err() {
-                continue;
-            }
-            for &e in events {
-                let _ = driver::destroy_event(e);
-            }
-        }
     }
 }
 

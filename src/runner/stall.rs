@@ -9,15 +9,9 @@
 
 use super::setup::Gpu;
 use crate::error::Result;
-use crate::gpu::driver;
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// The environment variable.
 pub const ENV: &str = "NCCL_PERF_TEST_STALL_MS";
-
-static RELEASED: AtomicBool = AtomicBool::new(false);
 
 /// The requested hold in milliseconds, if the variable is set to a positive integer.
 pub fn from_env() -> Option<u64> {
@@ -29,32 +23,21 @@ fn parse(v: Option<&str>) -> Option<u64> {
         .filter(|&ms| ms > 0)
 }
 
-/// The host function: sleeps until `ms` (passed as the pointer value) elapsed or [`release`].
-unsafe extern "C" fn hold(arg: *mut c_void) {
-    let ms = arg as usize as u64;
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(ms) && !RELEASED.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// Enqueues the hold on every GPU's stream.
 pub fn inject(gpus: &[Gpu], ms: u64) -> Result<()> {
     for g in gpus {
-        driver::set_current(g.ctx)?;
-        // SAFETY: the argument is a plain integer carried in the pointer, never dereferenced;
-        // `hold` calls no CUDA function.
-        unsafe { driver::launch_host_func(g.stream, hold, ms as usize as *mut c_void)? };
+        g.ctx().make_current()?;
+        g.stream().hold(ms)?;
     }
     if let Some(g) = gpus.first() {
-        driver::set_current(g.ctx)?;
+        g.ctx().make_current()?;
     }
     Ok(())
 }
 
 /// Ends every hold now.
 pub fn release() {
-    RELEASED.store(true, Ordering::Relaxed);
+    crate::gpu::device::release_holds();
 }
 
 #[cfg(test)]
@@ -69,18 +52,5 @@ mod tests {
         assert_eq!(parse(Some("-5")), None);
         assert_eq!(parse(Some("soon")), None);
         assert_eq!(parse(None), None);
-    }
-
-    #[test]
-    fn a_hold_lasts_until_its_time_or_the_release() {
-        let t = Instant::now();
-        // SAFETY: `hold` reads the pointer as an integer only.
-        unsafe { hold(20 as *mut c_void) };
-        assert!(t.elapsed() >= Duration::from_millis(20));
-        release();
-        let t = Instant::now();
-        // SAFETY: as above.
-        unsafe { hold(60_000 as *mut c_void) };
-        assert!(t.elapsed() < Duration::from_secs(5));
     }
 }

@@ -9,7 +9,6 @@ use super::setup::{self, Discovered, Gpu, GpuPlan, SetupMemory};
 use super::{Plan, interrupt, label, skip_line, stall};
 use crate::bootstrap::Reduce;
 use crate::error::{Error, Result};
-use crate::gpu::driver;
 use crate::report::RowResult;
 
 /// What a benchmark thread starts with.
@@ -95,7 +94,7 @@ fn thread_main(
         }
     };
     let mut w = Worker::new(e, tid, gpus)?;
-    let ctxs: Vec<_> = w.gpus.iter().map(|g| g.ctx).collect();
+    let ctxs: Vec<_> = w.gpus.iter().map(|g| g.ctx()).collect();
     let memory_on = e.opts.memory_report;
     let free_before = if memory_on {
         setup::free_memory(&ctxs)?
@@ -103,7 +102,7 @@ fn thread_main(
         Vec::new()
     };
     if let Some(g) = w.gpus.first() {
-        driver::set_current(g.ctx)?;
+        g.ctx().make_current()?;
     }
     let oob = match test_loops(&mut w, e, plan, tid, out) {
         Ok(oob) => oob,

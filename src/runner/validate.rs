@@ -7,7 +7,6 @@ use super::setup::Gpu;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
 use crate::error::{Error, Result};
-use crate::gpu::driver;
 use crate::verify::generator::tolerance;
 
 impl Worker<'_> {
@@ -51,7 +50,7 @@ impl Worker<'_> {
 
     fn fill_ctx(&self, g: &Gpu, s: &Shape, in_place: bool, seed: u64) -> FillCtx {
         FillCtx {
-            rank: g.rank,
+            rank: g.rank(),
             nranks: self.e.nranks,
             root: s.root,
             op: s.op,
@@ -72,13 +71,14 @@ impl Worker<'_> {
     ) -> Result<()> {
         let ts = s.ts();
         for g in &self.gpus {
-            driver::set_current(g.ctx)?;
+            g.ctx().make_current()?;
             let k = g
-                .kernels
-                .as_ref()
+                .kernels()
                 .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let expected = g.expected();
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
-            driver::memset_async(recv, 0, s.counts.recv * ts, g.stream)?;
+            let recv = g.recv().span(recv, s.counts.recv * ts)?;
+            recv.memset_async(0, g.stream())?;
             let unalign = self.e.opts.unalign as u64 * ts as u64;
             for fill in self.e.coll.fills(&self.fill_ctx(g, s, in_place, seed)) {
                 match fill {
@@ -92,13 +92,13 @@ impl Worker<'_> {
                         seed,
                         ix0,
                     } => {
-                        let base = match buf {
-                            Buffer::Send => g.send + unalign,
-                            Buffer::Recv => g.recv + unalign,
-                            Buffer::Expected => g.expected,
+                        let (b, base) = match buf {
+                            Buffer::Send => (g.send(), g.send().addr() + unalign),
+                            Buffer::Recv => (g.recv(), g.recv().addr() + unalign),
+                            Buffer::Expected => (expected, expected.addr()),
                         };
-                        let p = base + (offset * ts) as u64;
-                        k.fill_input(s.dt, p, count as u64, ix0, op, rn, rme, seed, g.stream)?;
+                        let p = b.span(base + (offset * ts) as u64, count * ts)?;
+                        k.fill_input(s.dt, p, count as u64, ix0, op, rn, rme, seed, g.stream())?;
                     }
                     _ if inputs_only => {}
                     Fill::Expected {
@@ -109,11 +109,13 @@ impl Worker<'_> {
                         seed,
                         ix0,
                     } => {
-                        let p = g.expected + (offset * ts) as u64;
-                        k.fill_expected(s.dt, p, count as u64, ix0, op, rn, seed, g.stream)?;
+                        let p =
+                            expected.span(expected.addr() + (offset * ts) as u64, count * ts)?;
+                        k.fill_expected(s.dt, p, count as u64, ix0, op, rn, seed, g.stream())?;
                     }
                     Fill::ExpectedIsRecv => {
-                        driver::copy_async(g.expected, recv, s.counts.recv * ts, g.stream)?;
+                        let to = expected.span(expected.addr(), recv.len())?;
+                        to.copy_from_async(&recv, g.stream())?;
                     }
                 }
             }
@@ -126,25 +128,27 @@ impl Worker<'_> {
         let reduces = self.e.coll.op_column().reduces();
         let tol = tolerance(s.dt, reduces.then_some(s.op));
         for g in &self.gpus {
-            driver::set_current(g.ctx)?;
+            g.ctx().make_current()?;
             let k = g
-                .kernels
-                .as_ref()
+                .kernels()
                 .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let expected = g.expected();
+            let counter = g.counter().span(g.counter().addr(), 8)?;
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
-            driver::memset_async(g.counter, 0, 8, g.stream)?;
+            let bytes = s.counts.recv * s.ts();
+            counter.memset_async(0, g.stream())?;
             k.count_mismatches(
                 s.dt,
-                recv,
-                g.expected,
+                g.recv().span(recv, bytes)?,
+                expected.span(expected.addr(), bytes)?,
                 s.counts.recv as u64,
                 tol,
-                g.counter,
-                g.stream,
+                counter,
+                g.stream(),
             )?;
-            driver::synchronize(g.stream)?;
+            g.stream().synchronize()?;
             let mut n = [0u64];
-            driver::copy_to_host(&mut n, g.counter)?;
+            counter.copy_to_host(&mut n)?;
             total += n[0];
         }
         self.restore_context()?;
@@ -153,7 +157,7 @@ impl Worker<'_> {
 
     pub(super) fn restore_context(&self) -> Result<()> {
         match self.gpus.first() {
-            Some(g) if self.gpus.len() > 1 => driver::set_current(g.ctx),
+            Some(g) if self.gpus.len() > 1 => g.ctx().make_current(),
             _ => Ok(()),
         }
     }

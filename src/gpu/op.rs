@@ -1,0 +1,592 @@
+//! One operation bound for the GPUs of a thread and issued many times: the hot path of the
+//! timed loop, and the only place that calls NCCL's collectives.
+//!
+//! A collective plans an operation as data (`collective::step`), resolved once per measurement
+//! into [`Bound`] calls (absolute device addresses of iteration 0, counts, peers). A
+//! [`BoundOp`] takes them for each GPU, checks once that every byte each call can reach — at
+//! every shift its buffer rotation can add — lies inside that GPU's send or receive buffer, and
+//! borrows the GPUs, so none of their buffers, streams or communicators can go away (or be
+//! aborted) while it exists. Per operation, [`Rotation::issue_next`] adds the rotation shift and
+//! makes exactly the NCCL calls of the plan: no plan interpretation, no closures, no dynamic
+//! dispatch into the collective, no allocation, no clock read, no atomics, no checks beyond
+//! NCCL's own results.
+
+use super::device::Context;
+use super::driver::{self, CUdeviceptr, CUstream};
+use super::nccl::{Comm, Nccl};
+use super::rank::Gpu;
+use crate::error::{Error, Result};
+use crate::types::DataType;
+use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
+
+/// `ncclScalarHostImmediate`.
+const SCALAR_HOST_IMMEDIATE: c_int = 1;
+
+/// Send pointer, receive pointer and count of a native collective call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Io {
+    /// Send pointer (device address).
+    pub send: CUdeviceptr,
+    /// Receive pointer (device address).
+    pub recv: CUdeviceptr,
+    /// The `count` argument.
+    pub count: usize,
+}
+
+/// One planned step with its arguments resolved for one GPU, once per measurement: per
+/// operation only the buffer rotation is added to the addresses. Addresses are those of
+/// iteration 0 (rotation shift 0); counts are in elements, copies in bytes. Only data: a
+/// [`BoundOp`] checks it before anything is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `ncclGroupStart`.
+    GroupStart,
+    /// `ncclGroupEnd`.
+    GroupEnd,
+    /// `ncclAllReduce` with the operation's op.
+    AllReduce(Io),
+    /// `ncclAllGather`.
+    AllGather(Io),
+    /// `ncclReduceScatter` with the operation's op.
+    ReduceScatter(Io),
+    /// `ncclBroadcast` from a root.
+    Broadcast(Io, i32),
+    /// `ncclReduce` with the operation's op to a root.
+    Reduce(Io, i32),
+    /// `ncclAlltoAll`.
+    AlltoAll(Io),
+    /// `ncclGather` to a root.
+    Gather(Io, i32),
+    /// `ncclScatter` from a root.
+    Scatter(Io, i32),
+    /// `ncclSend`.
+    Send {
+        /// First byte sent.
+        buf: CUdeviceptr,
+        /// Elements sent.
+        count: usize,
+        /// Receiving rank.
+        peer: i32,
+    },
+    /// `ncclRecv`.
+    Recv {
+        /// First byte written.
+        buf: CUdeviceptr,
+        /// Elements received.
+        count: usize,
+        /// Sending rank.
+        peer: i32,
+    },
+    /// A device-to-device copy (only bound when source and destination differ and it is not
+    /// empty).
+    Copy {
+        /// Destination.
+        dst: CUdeviceptr,
+        /// Source.
+        src: CUdeviceptr,
+        /// Bytes copied.
+        bytes: usize,
+    },
+}
+
+impl Bound {
+    /// The device ranges (address, bytes) this call reads or writes on rank `rank` of
+    /// `nranks`, with `ts`-byte elements, as NCCL defines each call: the root-only buffers of
+    /// the rooted collectives only on the root, peers only through `ncclSend`/`ncclRecv`.
+    pub fn ranges(&self, ts: u64, rank: usize, nranks: usize) -> [(CUdeviceptr, u64); 2] {
+        let n = nranks as u64;
+        let at_root = |root: i32| root >= 0 && root as usize == rank;
+        let none = (0, 0);
+        let io = |io: &Io, send: u64, recv: u64| {
+            let c = io.count as u64;
+            [
+                (io.send, c.saturating_mul(send).saturating_mul(ts)),
+                (io.recv, c.saturating_mul(recv).saturating_mul(ts)),
+            ]
+        };
+        let only = |keep: [bool; 2], r: [(CUdeviceptr, u64); 2]| {
+            [
+                if keep[0] { r[0] } else { none },
+                if keep[1] { r[1] } else { none },
+            ]
+        };
+        match self {
+            Bound::GroupStart | Bound::GroupEnd => [none, none],
+            Bound::AllReduce(x) => io(x, 1, 1),
+            Bound::AllGather(x) => io(x, 1, n),
+            Bound::ReduceScatter(x) => io(x, n, 1),
+            Bound::AlltoAll(x) => io(x, n, n),
+            Bound::Broadcast(x, root) => only([at_root(*root), true], io(x, 1, 1)),
+            Bound::Reduce(x, root) => only([true, at_root(*root)], io(x, 1, 1)),
+            Bound::Gather(x, root) => only([true, at_root(*root)], io(x, 1, n)),
+            Bound::Scatter(x, root) => only([at_root(*root), true], io(x, n, 1)),
+            Bound::Send { buf, count, .. } | Bound::Recv { buf, count, .. } => {
+                [(*buf, (*count as u64).saturating_mul(ts)), none]
+            }
+            Bound::Copy { dst, src, bytes } => [(*src, *bytes as u64), (*dst, *bytes as u64)],
+        }
+    }
+}
+
+/// Checks that every range `calls` reach on rank `rank` of `nranks` (elements of `ts` bytes),
+/// moved by any shift up to `max_shift` bytes, lies inside one of `buffers` (address, bytes).
+/// Empty ranges reach nothing and pass.
+pub fn check_ranges(
+    calls: &[Bound],
+    ts: usize,
+    rank: usize,
+    nranks: usize,
+    max_shift: u64,
+    buffers: &[(CUdeviceptr, u64)],
+) -> Result<()> {
+    for b in calls {
+        for (addr, len) in b.ranges(ts as u64, rank, nranks) {
+            if len == 0 {
+                continue;
+            }
+            let end = addr.checked_add(len).and_then(|e| e.checked_add(max_shift));
+            let inside = end.is_some_and(|end| {
+                buffers
+                    .iter()
+                    .any(|&(start, size)| start != 0 && addr >= start && end <= start + size)
+            });
+            if !inside {
+                return Err(Error::Internal(format!(
+                    "{b:?} on rank {rank} of {nranks} would reach {len} bytes at {addr:#x} \
+                     (+ up to {max_shift} of rotation), outside its buffers {buffers:x?}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The arguments every call of one operation on one GPU shares.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    comm: Comm,
+    stream: CUstream,
+    dtype: c_int,
+    op: c_int,
+}
+
+/// The calls of one GPU inside a [`BoundOp`].
+#[derive(Debug)]
+struct GpuCalls {
+    ctx: Context,
+    target: Target,
+    /// The PreMulSum scalar (bits of the datatype) with `mulsum`.
+    scalar: u64,
+    /// Its calls: `BoundOp::calls[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+/// One operation (a shape and a half) bound for every GPU of a thread; borrows the GPUs.
+#[derive(Debug)]
+pub struct BoundOp<'g> {
+    nccl: &'g Nccl,
+    /// Every GPU's calls, in GPU order.
+    calls: Vec<Bound>,
+    gpus: Vec<GpuCalls>,
+    /// Several GPUs: one group around them, each made current in turn.
+    multi: bool,
+    /// `-o mulsum`: a PreMulSum op is created around each GPU's calls.
+    premulsum: bool,
+    dt: DataType,
+    /// Buffer rotation: iteration `it` shifts every address by `span × (it mod steps)` bytes.
+    span: u64,
+    steps: u64,
+    _gpus: PhantomData<&'g Gpu>,
+}
+
+/// Builds a [`BoundOp`] one GPU at a time ([`BoundOp::builder`]).
+#[derive(Debug)]
+pub struct OpBuilder<'g> {
+    op: BoundOp<'g>,
+    /// The built-in reduction op (0 = sum for the collectives that do not reduce).
+    red_op: c_int,
+}
+
+impl<'g> BoundOp<'g> {
+    /// Starts an operation on datatype `dt` with the built-in reduction `red_op`, or with
+    /// `None` a PreMulSum op per GPU (`-o mulsum`; needs NCCL 2.11); its buffer rotation is
+    /// `span` bytes times `steps` positions.
+    pub fn builder(
+        nccl: &'g Nccl,
+        dt: DataType,
+        red_op: Option<i32>,
+        span: u64,
+        steps: u64,
+    ) -> Result<OpBuilder<'g>> {
+        if red_op.is_none()
+            && (nccl.ncclRedOpCreatePreMulSum.is_none() || nccl.ncclRedOpDestroy.is_none())
+        {
+            return Err(Error::Unsupported(
+                "-o mulsum needs NCCL 2.11 or later (ncclRedOpCreatePreMulSum)".into(),
+            ));
+        }
+        Ok(OpBuilder {
+            op: BoundOp {
+                nccl,
+                calls: Vec::new(),
+                gpus: Vec::new(),
+                multi: false,
+                premulsum: red_op.is_none(),
+                dt,
+                span,
+                steps: steps.max(1),
+                _gpus: PhantomData,
+            },
+            red_op: red_op.unwrap_or(0),
+        })
+    }
+
+    /// The shifts of iterations 0, 1, 2, … and the calls to issue with them.
+    #[inline]
+    pub fn rotation(&self) -> Rotation<'_, 'g> {
+        Rotation {
+            op: self,
+            shifts: Shifts::new(self.span, self.steps),
+        }
+    }
+
+    /// Issues the operation once, at rotation shift 0 (the sync and validation operations).
+    #[inline]
+    pub fn issue_first(&self) -> Result<()> {
+        self.issue(0)
+    }
+
+    /// Enqueues the operation on every GPU, addresses advanced by `shift` bytes (a shift of
+    /// this operation's rotation): the GPUs' calls (in one group, each GPU made current, when
+    /// there are several; each inside its PreMulSum op with `mulsum`).
+    #[inline]
+    fn issue(&self, shift: u64) -> Result<()> {
+        let nccl = self.nccl;
+        if let ([g], false) = (&self.gpus[..], self.premulsum) {
+            return issue_calls(nccl, &g.target, &self.calls, shift);
+        }
+        let all = || {
+            for g in &self.gpus {
+                if self.multi {
+                    g.ctx.make_current()?;
+                }
+                let calls = &self.calls[g.start..g.end];
+                if self.premulsum {
+                    self.issue_premulsum(g, calls, shift)?;
+                } else {
+                    issue_calls(nccl, &g.target, calls, shift)?;
+                }
+            }
+            Ok(())
+        };
+        if self.multi { nccl.group(all) } else { all() }
+    }
+
+    /// `mulsum`: a PreMulSum op (the GPU's scalar, read at once) created around the calls.
+    fn issue_premulsum(&self, g: &GpuCalls, calls: &[Bound], shift: u64) -> Result<()> {
+        let nccl = self.nccl;
+        let (Some(create), Some(destroy)) = (nccl.ncclRedOpCreatePreMulSum, nccl.ncclRedOpDestroy)
+        else {
+            return Err(Error::Unsupported(
+                "-o mulsum needs NCCL 2.11 or later (ncclRedOpCreatePreMulSum)".into(),
+            ));
+        };
+        let mut scalar = g.scalar;
+        let mut op = 0;
+        // SAFETY: a live communicator (borrowed); the scalar is read immediately (host-immediate
+        // residence) and has the datatype's size or more.
+        nccl.check(unsafe {
+            create(
+                &mut op,
+                &mut scalar as *mut u64 as *mut c_void,
+                self.dt.nccl_id(),
+                SCALAR_HOST_IMMEDIATE,
+                g.target.comm,
+            )
+        })?;
+        let target = Target { op, ..g.target };
+        let r = issue_calls(nccl, &target, calls, shift);
+        // SAFETY: the op was created above on this communicator.
+        let d = nccl.check(unsafe { destroy(op, g.target.comm) });
+        r.and(d)
+    }
+}
+
+impl<'g> OpBuilder<'g> {
+    /// Adds `gpu`'s calls, appended to the list by `bind` (its `mulsum` scalar: `scalar`), and
+    /// checks them against the GPU's buffers for every shift of the rotation.
+    pub fn add(
+        &mut self,
+        gpu: &'g Gpu,
+        scalar: u64,
+        bind: impl FnOnce(&mut Vec<Bound>) -> Result<()>,
+    ) -> Result<()> {
+        let op = &mut self.op;
+        if !std::ptr::eq(gpu.comm().nccl(), op.nccl) {
+            return Err(Error::Internal(
+                "an operation was bound with another libnccl than its communicator's".into(),
+            ));
+        }
+        let start = op.calls.len();
+        bind(&mut op.calls)?;
+        let max_shift = op.span.saturating_mul(op.steps - 1);
+        let buffers = [gpu.send(), gpu.recv()].map(|b| (b.addr(), b.len() as u64));
+        check_ranges(
+            &op.calls[start..],
+            op.dt.size(),
+            gpu.rank(),
+            gpu.comm().nranks(),
+            max_shift,
+            &buffers,
+        )?;
+        if !gpu.comm().is_live() {
+            return Err(Error::Internal(
+                "an operation was bound to an aborted communicator".into(),
+            ));
+        }
+        op.gpus.push(GpuCalls {
+            ctx: gpu.ctx(),
+            target: Target {
+                comm: gpu.comm().as_raw(),
+                stream: gpu.stream().as_raw(),
+                dtype: op.dt.nccl_id(),
+                op: self.red_op,
+            },
+            scalar,
+            start,
+            end: op.calls.len(),
+        });
+        Ok(())
+    }
+
+    /// The operation.
+    pub fn finish(mut self) -> BoundOp<'g> {
+        self.op.multi = self.op.gpus.len() > 1;
+        self.op
+    }
+}
+
+/// The rotation shifts `span × (it mod steps)` of consecutive iterations `it` = 0, 1, 2, …,
+/// by addition.
+#[derive(Debug, Clone)]
+pub struct Shifts {
+    span: u64,
+    steps: u64,
+    k: u64,
+    shift: u64,
+}
+
+impl Shifts {
+    /// Starts at iteration 0; `steps` ≥ 1.
+    pub fn new(span: u64, steps: u64) -> Shifts {
+        Shifts {
+            span,
+            steps: steps.max(1),
+            k: 0,
+            shift: 0,
+        }
+    }
+
+    /// The shift of the next iteration.
+    #[inline]
+    pub fn next_shift(&mut self) -> u64 {
+        let s = self.shift;
+        self.k += 1;
+        if self.k == self.steps {
+            self.k = 0;
+            self.shift = 0;
+        } else {
+            self.shift += self.span;
+        }
+        s
+    }
+}
+
+/// A [`BoundOp`] issued at iterations 0, 1, 2, … of its buffer rotation.
+#[derive(Debug)]
+pub struct Rotation<'o, 'g> {
+    op: &'o BoundOp<'g>,
+    shifts: Shifts,
+}
+
+impl Rotation<'_, '_> {
+    /// Issues the operation at the next iteration's shift.
+    #[inline]
+    pub fn issue_next(&mut self) -> Result<()> {
+        let shift = self.shifts.next_shift();
+        self.op.issue(shift)
+    }
+}
+
+/// Issues the bound calls of one operation on one GPU with every address advanced by `shift`
+/// bytes. A group left open by a failing call is closed, so that a skipped combination
+/// (`-d all`) does not swallow the calls that follow.
+#[inline]
+fn issue_calls(nccl: &Nccl, t: &Target, calls: &[Bound], shift: u64) -> Result<()> {
+    for (i, b) in calls.iter().enumerate() {
+        // SAFETY: the calls were checked against this GPU's buffers for every shift of the
+        // rotation, and the GPU (communicator, stream, buffers) is borrowed by the `BoundOp`.
+        if let Err(e) = unsafe { issue_one(b, nccl, t, shift) } {
+            close_groups(nccl, &calls[..=i]);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// After `done` failed at its last call: ends the groups it left open (a failing
+/// `ncclGroupStart` opened none, a failing `ncclGroupEnd` still ended its group).
+#[cold]
+fn close_groups(nccl: &Nccl, done: &[Bound]) {
+    for _ in 0..open_after_failure(done) {
+        // SAFETY: closes a group this operation opened; the first error is the one reported.
+        unsafe { (nccl.ncclGroupEnd)() };
+    }
+}
+
+/// How many groups `done` leaves open when its last call failed.
+pub fn open_after_failure(done: &[Bound]) -> usize {
+    let last = done.len().saturating_sub(1);
+    let mut open = 0usize;
+    for (i, b) in done.iter().enumerate() {
+        match b {
+            Bound::GroupStart if i < last => open += 1,
+            Bound::GroupEnd => open = open.saturating_sub(1),
+            _ => {}
+        }
+    }
+    open
+}
+
+/// Issues one call with its addresses advanced by `shift` bytes.
+///
+/// # Safety
+/// Every range the call reaches, moved by `shift`, must lie inside live device memory of the
+/// target's GPU; the target's communicator and stream must be live.
+#[inline]
+unsafe fn issue_one(b: &Bound, nccl: &Nccl, t: &Target, shift: u64) -> Result<()> {
+    let p = |a: CUdeviceptr| (a + shift) as *mut c_void;
+    let (dt, op, comm, st) = (t.dtype, t.op, t.comm, t.stream as *mut c_void);
+    // SAFETY: the caller's contract, for every call below.
+    let r = unsafe {
+        match *b {
+            Bound::GroupStart => (nccl.ncclGroupStart)(),
+            Bound::GroupEnd => (nccl.ncclGroupEnd)(),
+            Bound::AllReduce(io) => {
+                (nccl.ncclAllReduce)(p(io.send), p(io.recv), io.count, dt, op, comm, st)
+            }
+            Bound::AllGather(io) => {
+                (nccl.ncclAllGather)(p(io.send), p(io.recv), io.count, dt, comm, st)
+            }
+            Bound::ReduceScatter(io) => {
+                (nccl.ncclReduceScatter)(p(io.send), p(io.recv), io.count, dt, op, comm, st)
+            }
+            Bound::Broadcast(io, root) => {
+                (nccl.ncclBroadcast)(p(io.send), p(io.recv), io.count, dt, root, comm, st)
+            }
+            Bound::Reduce(io, root) => {
+                (nccl.ncclReduce)(p(io.send), p(io.recv), io.count, dt, op, root, comm, st)
+            }
+            Bound::AlltoAll(io) => match nccl.ncclAlltoAll {
+                Some(f) => f(p(io.send), p(io.recv), io.count, dt, comm, st),
+                None => return Err(missing("ncclAlltoAll")),
+            },
+            Bound::Gather(io, root) => match nccl.ncclGather {
+                Some(f) => f(p(io.send), p(io.recv), io.count, dt, root, comm, st),
+                None => return Err(missing("ncclGather")),
+            },
+            Bound::Scatter(io, root) => match nccl.ncclScatter {
+                Some(f) => f(p(io.send), p(io.recv), io.count, dt, root, comm, st),
+                None => return Err(missing("ncclScatter")),
+            },
+            Bound::Send { buf, count, peer } => (nccl.ncclSend)(p(buf), count, dt, peer, comm, st),
+            Bound::Recv { buf, count, peer } => (nccl.ncclRecv)(p(buf), count, dt, peer, comm, st),
+            Bound::Copy { dst, src, bytes } => {
+                return driver::copy_async(dst + shift, src + shift, bytes, t.stream);
+            }
+        }
+    };
+    nccl.check(r)
+}
+
+/// The error of a native collective planned although the loaded NCCL lacks it.
+pub fn missing(name: &str) -> Error {
+    Error::Internal(format!(
+        "{name} was planned but the loaded NCCL does not have it"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_walks_the_shifts_by_addition() {
+        for (span, steps) in [(0, 1), (8, 1), (8, 3), (1 << 20, 1024), (24, 7)] {
+            let mut r = Shifts::new(span, steps);
+            for it in 0..3000u64 {
+                assert_eq!(r.next_shift(), span * (it % steps), "{span} {steps} {it}");
+            }
+        }
+    }
+
+    #[test]
+    fn ranges_follow_each_calls_definition() {
+        let io = Io {
+            send: 0x1000,
+            recv: 0x2000,
+            count: 10,
+        };
+        assert_eq!(
+            Bound::AllGather(io).ranges(4, 1, 3),
+            [(0x1000, 40), (0x2000, 120)]
+        );
+        assert_eq!(
+            Bound::ReduceScatter(io).ranges(4, 1, 3),
+            [(0x1000, 120), (0x2000, 40)]
+        );
+        assert_eq!(
+            Bound::AlltoAll(io).ranges(2, 0, 4),
+            [(0x1000, 80), (0x2000, 80)]
+        );
+        // Root-only buffers count on the root only.
+        assert_eq!(Bound::Broadcast(io, 1).ranges(4, 0, 2)[0], (0, 0));
+        assert_eq!(Bound::Broadcast(io, 1).ranges(4, 1, 2)[0], (0x1000, 40));
+        assert_eq!(Bound::Reduce(io, 0).ranges(4, 1, 2)[1], (0, 0));
+        assert_eq!(Bound::Gather(io, 0).ranges(4, 0, 2)[1], (0x2000, 80));
+        assert_eq!(
+            Bound::Scatter(io, 0).ranges(4, 1, 2),
+            [(0, 0), (0x2000, 40)]
+        );
+        let copy = Bound::Copy {
+            dst: 0x2000,
+            src: 0x1000,
+            bytes: 7,
+        };
+        assert_eq!(copy.ranges(8, 0, 1), [(0x1000, 7), (0x2000, 7)]);
+    }
+
+    #[test]
+    fn ranges_are_checked_with_the_rotation() {
+        let bufs = [(0x1000, 0x100), (0x2000, 0x100)];
+        let send = |buf, count| Bound::Send {
+            buf,
+            count,
+            peer: 0,
+        };
+        assert!(check_ranges(&[send(0x1000, 64)], 4, 0, 1, 0, &bufs).is_ok());
+        assert!(check_ranges(&[send(0x1000, 65)], 4, 0, 1, 0, &bufs).is_err());
+        assert!(check_ranges(&[send(0x1000, 32)], 4, 0, 1, 128, &bufs).is_ok());
+        assert!(check_ranges(&[send(0x1000, 32)], 4, 0, 1, 129, &bufs).is_err());
+        // A range may not straddle two buffers, nor start before one.
+        assert!(check_ranges(&[send(0x10f0, 8)], 4, 0, 1, 0, &bufs).is_err());
+        assert!(check_ranges(&[send(0xff0, 1)], 4, 0, 1, 0, &bufs).is_err());
+        // Empty calls reach nothing; overflow is outside.
+        assert!(check_ranges(&[send(0x9999, 0), Bound::GroupEnd], 4, 0, 1, 0, &bufs).is_ok());
+        assert!(check_ranges(&[send(u64::MAX - 2, 1)], 4, 0, 1, 0, &bufs).is_err());
+        // A freed buffer (address 0) holds nothing.
+        assert!(check_ranges(&[send(0, 1)], 1, 0, 1, 0, &[(0, 16)]).is_err());
+    }
+}
