@@ -4,9 +4,11 @@
 mod dry_run;
 pub mod fault;
 mod graph;
+#[allow(unsafe_code)]
 pub mod interrupt;
 mod measure;
 mod op;
+#[allow(unsafe_code)]
 mod output;
 pub mod per_iter;
 pub mod placement;
@@ -15,6 +17,7 @@ mod stall;
 mod sync;
 mod threads;
 mod validate;
+#[allow(unsafe_code)]
 mod watch;
 
 pub use measure::{Engine, Shape, Worker};
