@@ -52,12 +52,12 @@ pub struct TcpBootstrap {
     /// The key proves the job (a secret or a launcher job id): a misfit that holds it is a
     /// wrong launch, not a stranger.
     strong: bool,
+    /// The heartbeat thread, once the processes have met (stopped before the link closes).
+    beats: Option<Beats>,
     link: Mutex<Link>,
     /// The first failure of the link that names a lost or silent process (its message, and
     /// whether a wait ran out), kept for [`Bootstrap::lost_peer`].
     lost: Mutex<Option<(String, bool)>>,
-    /// The heartbeat thread, once the processes have met.
-    beats: Option<Beats>,
 }
 
 enum Link {
@@ -230,13 +230,17 @@ impl TcpBootstrap {
             )),
             Link::Leaf(leaf) => match beat::send(&leaf.writer, tag, &body, self.timeout) {
                 Ok(()) => self.answer(leaf, what),
-                Err(e) => Err(failure(
-                    format!(
-                        "lost the connection to rank 0 at {} during the {what}: {e}",
-                        self.address
-                    ),
-                    false,
-                )),
+                // Rank 0 may have said why it stopped before its connection went.
+                Err(e) => match beat::drain(&mut leaf.stream, &mut leaf.heard) {
+                    Ok(Some((wire::ABORT, why))) => Err(self.aborted(&why)),
+                    _ => Err(failure(
+                        format!(
+                            "lost the connection to rank 0 at {} during the {what}: {e}",
+                            self.address
+                        ),
+                        false,
+                    )),
+                },
             },
             Link::Root(peers) => self.root_round(peers, tag, body, combine),
         };
@@ -350,6 +354,26 @@ impl TcpBootstrap {
             }
         }
         Ok(own)
+    }
+}
+
+/// Closes a connection in order: the write side first (what was sent, an abort message above
+/// all, arrives before the end), then whatever the peer sent is read, so that closing does not
+/// reset the connection and destroy a message the peer has not read yet.
+fn close(s: &mut TcpStream, heard: &mut Instant) {
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    while let Ok(Some(_)) = beat::drain(s, heard) {}
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        close(&mut self.stream, &mut self.heard);
+    }
+}
+
+impl Drop for Leaf {
+    fn drop(&mut self) {
+        close(&mut self.stream, &mut self.heard);
     }
 }
 
