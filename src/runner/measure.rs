@@ -185,15 +185,17 @@ impl<'a> Worker<'a> {
         interrupt::check()?;
         let timeout = self.e.opts.timeout_s;
         let start = (timeout > 0).then(Instant::now);
-        // Asynchronous errors are looked for on the first poll and every 64th after it: often
-        // enough to stop a failed run at once, rarely enough not to delay noticing completion.
+        // Asynchronous errors are looked for on every 64th poll (not the first: a loop of
+        // short operations is usually done within a few polls, and the query costs more than
+        // the poll): often enough to stop a failed run within microseconds, rarely enough not
+        // to delay noticing completion.
         let mut polls = 0u64;
         loop {
             let mut done = true;
             for g in &self.gpus {
                 if !g.stream().is_done()? {
                     done = false;
-                    if polls.is_multiple_of(64) {
+                    if polls > 0 && polls.is_multiple_of(64) {
                         self.check_async(g)?;
                     }
                 }
