@@ -10,10 +10,10 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 use nccl_perf::types::{DataType, RedOp};
-use nccl_perf::verify::generator::{expected_bits, input_bits, tolerance};
 use nccl_perf::verify::kernels::{
     SOURCE, expected_kernel, input_kernel, launch_dims, mismatch_kernel, op_code,
 };
+use oracle::generator::{expected_bits, input_bits, tolerance};
 
 /// Elements per launch: not a multiple of the block size, so the tail is exercised.
 const COUNT: u64 = 4133;

@@ -85,7 +85,7 @@ impl Collective for AllToAll {
 mod tests {
     use super::*;
     use crate::collective::Natives;
-    use crate::collective::sim::planned;
+    use crate::collective::planned;
     use crate::types::RedOp;
 
     #[test]

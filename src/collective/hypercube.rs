@@ -99,7 +99,7 @@ impl Collective for Hypercube {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::sim::planned;
+    use crate::collective::planned;
     use crate::collective::{Buffer, Natives};
     use crate::types::RedOp;
 

@@ -4,8 +4,8 @@
 //! The NCCL calls are *planned* as [`Step`]s (native collective, grouped send/receive, local
 //! copy), bound once per measurement by [`step::bind`] and issued by the GPU layer
 //! ([`crate::gpu::op`]); the tests replay the same steps on host buffers prepared from the
-//! [`Fill`]s (`sim.rs`), which checks counts, offsets, pairings and expected data together
-//! without a GPU.
+//! [`Fill`]s (the test oracle's `replay`, in `tests/collective_replay.rs`), which checks counts,
+//! offsets, pairings and expected data together without a GPU.
 
 mod all_gather;
 mod all_reduce;
@@ -18,8 +18,6 @@ mod reduce;
 mod reduce_scatter;
 mod scatter;
 mod sendrecv;
-#[cfg(test)]
-mod sim;
 pub mod step;
 #[cfg(test)]
 mod tests;
@@ -307,4 +305,16 @@ pub trait Collective: Sync {
     /// How to prepare the buffers for one validated operation. The runner first zeroes
     /// `counts.recv` elements at the receive pointer, then applies the fills in order.
     fn fills(&self, f: &FillCtx) -> Vec<Fill>;
+}
+
+/// The steps `coll` plans for `g` (unit tests).
+#[cfg(test)]
+pub(crate) fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
+    let mut steps = Vec::new();
+    coll.plan(g, &mut |s| {
+        steps.push(s);
+        Ok(())
+    })
+    .expect("planning succeeds");
+    steps
 }

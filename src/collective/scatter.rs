@@ -80,7 +80,7 @@ impl Collective for Scatter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::sim::planned;
+    use crate::collective::planned;
     use crate::collective::{Buffer, Natives};
     use crate::types::RedOp;
 

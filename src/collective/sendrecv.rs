@@ -62,7 +62,7 @@ impl Collective for SendRecv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::sim::planned;
+    use crate::collective::planned;
     use crate::collective::{Buffer, Natives};
     use crate::types::RedOp;
 

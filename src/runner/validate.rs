@@ -7,7 +7,7 @@ use super::setup::Gpu;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
 use crate::error::{Error, Result};
-use crate::verify::generator::tolerance;
+use crate::verify::tolerance;
 
 impl Worker<'_> {
     fn report_errors(&self, in_place: bool) -> bool {

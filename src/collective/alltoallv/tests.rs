@@ -1,7 +1,7 @@
 //! alltoallv: counts in both modes, the environment and matrix-file errors, packing and fills.
 
 use super::*;
-use crate::collective::sim::planned;
+use crate::collective::planned;
 use crate::collective::{Buffer, Natives};
 use crate::types::RedOp;
 

@@ -14,13 +14,14 @@ mod reduce;
 #[cfg(test)]
 mod tests;
 
+pub use nccl_perf::verify::tolerance;
 pub use reduce::{fold_bits, postop_bits, premul_bits, reduce_bits};
 
-use crate::types::{DataType, RedOp};
 use elem::{
     float_avg, float_minmax, float_mulsum, float_prod, float_sum, int_input, nil_float, nil_int,
 };
 use format::Layout;
+use nccl_perf::types::{DataType, RedOp};
 
 /// The op actually generated: `None` (the copy pattern, "Nil") when `op` is `None` or `rn <= 1`.
 pub fn effective_op(op: Option<RedOp>, rn: u32) -> Option<RedOp> {
@@ -70,15 +71,5 @@ pub fn expected_bits(dt: DataType, op: Option<RedOp>, rn: u32, seed: u64, ix: u6
         Some(RedOp::Prod) => float_prod(l, rn, 0, seed, ix).1,
         Some(RedOp::MulSum) => float_mulsum(l, rn, 0, seed, ix).1,
         Some(RedOp::Avg) => float_avg(dt, l, rn, 0, seed).1,
-    }
-}
-
-/// Largest allowed difference between result and expected bit patterns (read as unsigned
-/// integers of the element width): 2 for float types with `avg`, 0 otherwise.
-pub fn tolerance(dt: DataType, op: Option<RedOp>) -> u64 {
-    if dt.is_float() && op == Some(RedOp::Avg) {
-        2
-    } else {
-        0
     }
 }

@@ -5,7 +5,7 @@
 //! IEEE layouts (half, bfloat16, float) and the largest finite value for the fp8 layouts, which
 //! saturate. The CUDA twin in `kernels/verifiable.cu` does the same in software.
 
-use crate::types::DataType;
+use nccl_perf::types::DataType;
 
 /// Exponent and mantissa widths of a floating-point element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +219,7 @@ mod tests {
         ]);
         let mut s = 0x1234_5678_9abc_def0u64;
         for i in 0..20_000 {
-            s = crate::verify::generator::prim::mix(s);
+            s = crate::generator::prim::mix(s);
             // Random magnitudes over a wide exponent range, plus near-ties on narrow grids.
             let e = (s >> 52) as i32 % 300 - 150;
             let f = 1.0 + ((s & 0xf_ffff_ffff_ffff) as f64) / (1u64 << 52) as f64;

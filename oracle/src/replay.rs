@@ -1,4 +1,4 @@
-//! Host replay of one validated operation, for the unit tests: every rank's buffers are prepared
+//! Host replay of one validated operation, for the tests: every rank's buffers are prepared
 //! from its [`Fill`]s exactly as the runner does (receive region zeroed, fills in order), the
 //! [`Step`]s each rank plans are executed as NCCL would execute them (group by group, native
 //! collectives by their definition, reductions with `fold_bits`), and the receive region is
@@ -8,9 +8,9 @@
 //! most), so any access outside them is reported as an error, as is a step sequence NCCL would
 //! not accept (unmatched sends, groups that differ between ranks, peers out of range).
 
-use super::{Base, Buffer, Collective, Fill, FillCtx, Geometry, Natives, Step};
-use crate::types::{DataType, RedOp};
-use crate::verify::generator::{expected_bits, fold_bits, input_bits, tolerance};
+use crate::generator::{expected_bits, fold_bits, input_bits, tolerance};
+use nccl_perf::collective::{Base, Buffer, Collective, Fill, FillCtx, Geometry, Natives, Step};
+use nccl_perf::types::{DataType, RedOp};
 
 /// The steps `coll` plans for `g`.
 pub fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {

@@ -1,0 +1,14 @@
+//! The test oracle of nccl-perf: what the GPUs must produce, computed on the host.
+//!
+//! - [`generator`]: the host mirror of the verifiable data generator, bit-exact with the CUDA
+//!   kernels in `kernels/verifiable.cu` (checked against them on a GPU by
+//!   `tests/gpu_generator.rs`, and against the kernels compiled as host C++ without one).
+//! - [`replay`]: the steps a collective plans, replayed on host buffers as NCCL would execute
+//!   them, and the receive buffers compared with the expected fills.
+//!
+//! Only tests use it: it is a separate crate of the workspace, a dev-dependency of
+//! `nccl-perf`, so the shipped library cannot call it (it depends on the library, never the
+//! other way round).
+
+pub mod generator;
+pub mod replay;
