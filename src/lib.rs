@@ -12,6 +12,7 @@
 #[allow(unsafe_code)]
 pub mod bootstrap;
 pub mod cli;
+pub mod cnum;
 pub mod collective;
 pub mod error;
 #[allow(unsafe_code)]

@@ -3,6 +3,7 @@
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
 use crate::cli::RawArgs;
+use crate::cnum::{parse_size, strtol};
 use crate::types::{DataType, RedOp};
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -149,94 +150,6 @@ pub struct Parsed {
     /// nccl-tests' own post-parse messages (an option disabled or reset), printed verbatim on
     /// stderr as upstream does.
     pub notices: Vec<String>,
-}
-
-/// Reads a C `strtol(s, &end, 0)` prefix: optional blanks and sign, `0x` hex, leading-`0` octal or
-/// decimal. Returns the value (None on overflow) and the unread rest, or `None` with no digits.
-pub fn strtol(s: &str) -> Option<(Option<i64>, &str)> {
-    let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let b = t.as_bytes();
-    let (radix, start) =
-        if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
-            (16, 2)
-        } else if b.first() == Some(&b'0') {
-            (8, 0)
-        } else {
-            (10, 0)
-        };
-    let digits = t[start..]
-        .bytes()
-        .take_while(|c| (*c as char).is_digit(radix))
-        .count();
-    if digits == 0 {
-        return None;
-    }
-    let end = start + digits;
-    let magnitude = i128::from_str_radix(&t[start..end], radix).ok();
-    let value = magnitude
-        .map(|m| if neg { -m } else { m })
-        .and_then(|v| i64::try_from(v).ok());
-    Some((value, &t[end..]))
-}
-
-/// Reads a size the way nccl-tests does: a decimal number (fractions and exponents allowed), then
-/// optional blanks and one suffix character K/M/G (binary; case-insensitive). Later characters
-/// are ignored, so `1MB` is 1 MiB.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim_start();
-    let b = t.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let int_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    i += int_digits;
-    let mut frac_digits = 0;
-    if i < b.len() && b[i] == b'.' {
-        frac_digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += 1 + frac_digits;
-    }
-    if int_digits + frac_digits == 0 {
-        return Err(format!("'{s}' is not a number"));
-    }
-    if i < b.len() && (b[i] | 0x20) == b'e' {
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
-            j += 1;
-        }
-        let exp_digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if exp_digits > 0 {
-            i = j + exp_digits;
-        }
-    }
-    let number: f64 = t[..i]
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
-    let mult = match t[i..].trim_start().chars().next() {
-        None => 1.0,
-        Some('K' | 'k') => 1024.0,
-        Some('M' | 'm') => 1024.0 * 1024.0,
-        Some('G' | 'g') => 1024.0 * 1024.0 * 1024.0,
-        Some(c) => {
-            return Err(format!(
-                "unknown size suffix '{c}' in '{s}' (use K, M or G)"
-            ));
-        }
-    };
-    let bytes = number * mult;
-    if number < 0.0 || bytes.is_sign_negative() && bytes != 0.0 {
-        return Err(format!("'{s}' is negative"));
-    }
-    // 2^62 bytes is far beyond any GPU and keeps every later multiplication in range.
-    if !bytes.is_finite() || bytes >= (1u64 << 62) as f64 {
-        return Err(format!("'{s}' is too large"));
-    }
-    Ok(bytes as u64)
 }
 
 struct Reader<'a> {
@@ -582,40 +495,6 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Parsed, OptionsError> {
         from_args(&cli::parse(args.iter().copied()).map_err(OptionsError::Invalid)?)
-    }
-
-    #[test]
-    fn strtol_like_c() {
-        assert_eq!(strtol("10"), Some((Some(10), "")));
-        assert_eq!(strtol("0x10"), Some((Some(16), "")));
-        assert_eq!(strtol("010"), Some((Some(8), "")));
-        assert_eq!(strtol("  -7z"), Some((Some(-7), "z")));
-        assert_eq!(strtol("50--iters"), Some((Some(50), "--iters")));
-        assert_eq!(strtol("0"), Some((Some(0), "")));
-        assert_eq!(strtol("0x"), Some((Some(0), "x")));
-        assert_eq!(strtol("abc"), None);
-        assert_eq!(strtol(""), None);
-        assert_eq!(strtol("99999999999999999999").map(|x| x.0), Some(None));
-    }
-
-    #[test]
-    fn sizes_like_nccl_tests() {
-        assert_eq!(parse_size("8"), Ok(8));
-        assert_eq!(parse_size("1K"), Ok(1024));
-        assert_eq!(parse_size("1k"), Ok(1024));
-        assert_eq!(parse_size("32M"), Ok(32 << 20));
-        assert_eq!(parse_size("8G"), Ok(8 << 30));
-        assert_eq!(parse_size("1.5K"), Ok(1536));
-        assert_eq!(parse_size("1e3"), Ok(1000));
-        assert_eq!(parse_size("1MB"), Ok(1 << 20));
-        assert_eq!(parse_size("1 M"), Ok(1 << 20));
-        assert_eq!(parse_size("0"), Ok(0));
-        assert!(parse_size("1T").is_err());
-        assert!(parse_size("-1").is_err());
-        assert!(parse_size("abc").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("99999999999G").is_err());
-        assert!(parse_size("1e400").is_err());
     }
 
     #[test]

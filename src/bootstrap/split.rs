@@ -2,6 +2,8 @@
 //! several independent communicators (spec §2.6, §6.2). Colours are world rank op value;
 //! processes with equal colours form one group.
 
+use crate::cnum;
+
 /// The split colour of `world_rank`, from the values of `NCCL_TESTS_SPLIT_MASK` and
 /// `NCCL_TESTS_SPLIT` (the mask wins when both are set). No variable gives colour 0.
 /// Unlike nccl-tests, `MOD 0` / `DIV 0` are an error instead of a crash.
@@ -9,12 +11,7 @@ pub fn color(world_rank: usize, mask: Option<&str>, split: Option<&str>) -> Resu
     let rank = world_rank as u64;
     let c = if let Some(m) = mask {
         // strtoul(value, NULL, 16): optional 0x, junk reads as 0.
-        let t = m.trim_start();
-        let t = t
-            .strip_prefix("0x")
-            .or_else(|| t.strip_prefix("0X"))
-            .unwrap_or(t);
-        rank & read_digits(t, 16)
+        rank & cnum::strtoul_hex(m)
     } else if let Some(s) = split {
         match parse_split(s) {
             None => 0,
@@ -70,26 +67,7 @@ fn parse_split(s: &str) -> Option<(Op, u64)> {
         head.eq_ignore_ascii_case(name)
             .then(|| (*op, &t[name.len()..]))
     })?;
-    let v = rest.trim_start();
-    let value = if let Some(b) = v.strip_prefix("0b").or_else(|| v.strip_prefix("0B")) {
-        read_digits(b, 2)
-    } else if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        read_digits(h, 16)
-    } else if v.starts_with('0') {
-        read_digits(v, 8)
-    } else {
-        read_digits(v, 10)
-    };
-    Some((op, value))
-}
-
-/// The leading digits of `s` in `radix` (strtoul without sign); saturates on overflow.
-fn read_digits(s: &str, radix: u32) -> u64 {
-    s.chars()
-        .map_while(|c| c.to_digit(radix))
-        .fold(0u64, |acc, d| {
-            acc.saturating_mul(radix as u64).saturating_add(d as u64)
-        })
+    Some((op, cnum::unsigned_any_base(rest)))
 }
 
 #[cfg(test)]

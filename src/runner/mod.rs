@@ -506,7 +506,7 @@ fn run_with(
 fn min_bw_verdict(avg: f64, min_bw: Option<&str>) -> Option<bool> {
     min_bw
         .filter(|v| !v.trim().is_empty())
-        .map(|v| (avg < 0.9 * atof(v)).not())
+        .map(|v| (avg < 0.9 * crate::cnum::atof(v)).not())
 }
 
 /// The exit code of a run that reached its footer: 7 with wrong data or a failed
@@ -517,16 +517,6 @@ fn final_code(oob_errors: u64, min_bw_ok: Option<bool>) -> u8 {
     } else {
         code::OK
     }
-}
-
-/// C `atof`: the longest numeric prefix, 0 when there is none.
-fn atof(s: &str) -> f64 {
-    let t = s.trim_start();
-    (1..=t.len())
-        .rev()
-        .filter(|&i| t.is_char_boundary(i))
-        .find_map(|i| t[..i].parse::<f64>().ok())
-        .unwrap_or(0.0)
 }
 
 /// The op column of a row.
@@ -673,13 +663,6 @@ mod tests {
             [DataType::F8e5m2]
         );
         assert_eq!(version_name(22803), "2.28.3");
-    }
-
-    #[test]
-    fn atof_reads_a_prefix() {
-        assert_eq!(atof("100"), 100.0);
-        assert_eq!(atof(" 12.5GB"), 12.5);
-        assert_eq!(atof("abc"), 0.0);
     }
 
     #[test]

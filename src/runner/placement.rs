@@ -94,7 +94,7 @@ pub fn too_few_hint(
 /// `NCCL_TESTS_DEVICE` as nccl-tests reads it (an integer ≥ 0); unset or empty is `None`.
 pub fn parse_device(value: Option<&str>) -> Result<Option<i64>> {
     match value {
-        Some(v) if !v.trim().is_empty() => match crate::options::strtol(v) {
+        Some(v) if !v.trim().is_empty() => match crate::cnum::strtol(v) {
             Some((Some(d), _)) if d >= 0 => Ok(Some(d)),
             _ => Err(Error::Usage(format!(
                 "NCCL_TESTS_DEVICE='{v}' is not a device index"

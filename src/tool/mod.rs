@@ -311,7 +311,7 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
                 half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
                 max_regression: m.get_one::<f64>("max-regression").copied(),
-                min_size: crate::options::parse_size(min_size)
+                min_size: crate::cnum::parse_size(min_size)
                     .map_err(|e| format!("--min-size {min_size}: {e}"))?,
                 allow: m
                     .get_many::<String>("allow")

@@ -370,7 +370,7 @@ impl ArgFlags {
         };
         let int = |long: &str| {
             raw.get(long)
-                .and_then(|v| crate::options::strtol(&v.to_string_lossy()).and_then(|(n, _)| n))
+                .and_then(|v| crate::cnum::strtol(&v.to_string_lossy()).and_then(|(n, _)| n))
                 .unwrap_or(0)
         };
         ArgFlags {
