@@ -179,6 +179,40 @@ impl RedOp {
     }
 }
 
+/// `-R`: how the send and receive buffers are registered with the communicator: the mode the
+/// options request, and the one the GPU layer applies after the loaded NCCL's rules (no `-R`
+/// before 2.19, `-R 2` as `-R 1` before 2.27).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Register {
+    /// `-R 0`.
+    Off,
+    /// `-R 1`: `ncclCommRegister`.
+    Local,
+    /// `-R 2`: `ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC` (NCCL ≥ 2.27).
+    Symmetric,
+}
+
+impl Register {
+    /// The mode of `-R r`, for `r` in 0..=2.
+    pub fn from_number(r: i64) -> Option<Register> {
+        match r {
+            0 => Some(Register::Off),
+            1 => Some(Register::Local),
+            2 => Some(Register::Symmetric),
+            _ => None,
+        }
+    }
+
+    /// The `-R` number of this mode.
+    pub fn number(self) -> i64 {
+        match self {
+            Register::Off => 0,
+            Register::Local => 1,
+            Register::Symmetric => 2,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,16 +8,7 @@ use super::nccl::{Comm, Config, Nccl, UniqueId, WIN_COLL_SYMMETRIC};
 use crate::error::{Error, Result};
 use std::ffi::{c_int, c_void};
 
-/// How the send and receive buffers are registered with the communicator (`-R`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Register {
-    /// `-R 0`.
-    Off,
-    /// `-R 1`: `ncclCommRegister`.
-    Local,
-    /// `-R 2`: `ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC` (NCCL ≥ 2.27).
-    Symmetric,
-}
+pub use crate::types::Register;
 
 /// One registration of a buffer with a communicator. It belongs to its communicator: undone by
 /// [`Communicator::deregister`] (before the communicator is destroyed, on every rank first when

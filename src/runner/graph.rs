@@ -95,7 +95,7 @@ impl Worker<'_> {
     /// The validation operation: issued directly, or with `-G` captured and launched as a
     /// one-operation graph (the caller waits for it).
     pub(super) fn issue_checked_op(&self, s: &Shape, in_place: bool) -> Result<()> {
-        if self.e.opts.graph <= 0 {
+        if !self.e.opts.graph.is_on() {
             return self.issue_once(s, in_place);
         }
         let op = self.bind(s, in_place)?;

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::gpu::driver::CUdeviceptr;
 use crate::gpu::nccl::Nccl;
 use crate::gpu::op::BoundOp;
-use crate::options::Options;
+use crate::options::{Average, Blocking, Options};
 use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
 use std::time::Instant;
@@ -147,7 +147,7 @@ impl<'a> Worker<'a> {
             g.ctx().make_current()?;
         }
         let events = if e.opts.per_iter {
-            Events::create(&gpus, e.opts.iters as u64, e.opts.blocking == 3)?
+            Events::create(&gpus, e.opts.iters as u64, e.opts.blocking.each_iteration())?
         } else {
             Events::none()
         };
@@ -270,10 +270,9 @@ impl<'a> Worker<'a> {
         }
 
         let (n, m) = (o.iters as u64, o.agg_iters as u64);
-        let (cpu, local) = if o.graph > 0 {
-            self.graph_loop(&op, n, m, o.graph as u64)?
-        } else {
-            self.timed(&op, n, m)?
+        let (cpu, local) = match o.graph.launches() {
+            Some(launches) => self.graph_loop(&op, n, m, launches)?,
+            None => self.timed(&op, n, m)?,
         };
         drop(op);
         let per_iter = if self.events.active() {
@@ -328,15 +327,15 @@ impl<'a> Worker<'a> {
         let start = Instant::now();
         let coll_only = self.enqueue_loop(op, n, m, false)?;
         let ops = (n * m) as f64;
-        let cpu = if z == 3 {
+        let cpu = if z.each_iteration() {
             coll_only
         } else {
             start.elapsed().as_secs_f64()
         } / ops;
-        if z == 0 || m > 1 {
+        if z == Blocking::Off || m > 1 {
             self.wait()?;
         }
-        let local = if z == 3 {
+        let local = if z.each_iteration() {
             coll_only
         } else {
             start.elapsed().as_secs_f64()
@@ -356,10 +355,10 @@ impl<'a> Worker<'a> {
         capturing: bool,
     ) -> Result<f64> {
         let z = self.e.opts.blocking;
-        let per_op_wait = (z == 1 || z == 2) && !capturing;
+        let per_op_wait = z.waits_each_operation() && !capturing;
         let events = self.events.active() && !capturing;
         let mut rotation = op.rotation();
-        if m == 1 && z != 3 && !per_op_wait && !events {
+        if m == 1 && !z.each_iteration() && !per_op_wait && !events {
             // The default loop (-z 0 -m 1, and every capture but -z 3's): the operations and
             // nothing else.
             for _ in 0..n {
@@ -371,7 +370,7 @@ impl<'a> Worker<'a> {
         let mut coll_only = 0.0;
         for iter in 0..n {
             // Only -z 3 times single iterations (a clock read per iteration is not free).
-            let t0 = (z == 3).then(Instant::now);
+            let t0 = z.each_iteration().then(Instant::now);
             in_group(nccl, m > 1, || {
                 if events {
                     self.events.record(&self.gpus, self.events.start_of(iter))?;
@@ -381,14 +380,14 @@ impl<'a> Worker<'a> {
                     if per_op_wait {
                         // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
                         self.wait()?;
-                        if z == 1 {
+                        if z.barrier_each_operation() {
                             self.e.group.barrier()?;
                         }
                     }
                 }
                 Ok(())
             })?;
-            if z == 3 {
+            if z.each_iteration() {
                 self.wait()?;
                 if events {
                     self.events
@@ -398,7 +397,7 @@ impl<'a> Worker<'a> {
                 self.e.group.barrier()?;
             }
         }
-        if events && z != 3 {
+        if events && !z.each_iteration() {
             self.events.record(&self.gpus, n as usize)?;
         }
         Ok(coll_only)
@@ -408,14 +407,14 @@ impl<'a> Worker<'a> {
     fn reduce_time(&self, local: f64) -> Result<f64> {
         let g = self.e.group;
         match self.e.opts.average {
-            0 => g.allreduce_local(
+            Average::Rank0 => g.allreduce_local(
                 self.tid,
                 if self.tid == 0 { local } else { 0.0 },
                 Reduce::Sum,
             ),
-            2 => g.allreduce(self.tid, local, Reduce::Min),
-            3 => g.allreduce(self.tid, local, Reduce::Max),
-            _ => {
+            Average::Min => g.allreduce(self.tid, local, Reduce::Min),
+            Average::Max => g.allreduce(self.tid, local, Reduce::Max),
+            Average::Mean => {
                 let sum = g.allreduce(self.tid, local, Reduce::Sum)?;
                 Ok(sum / (self.e.world_size * g.threads()) as f64)
             }

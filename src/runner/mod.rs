@@ -54,9 +54,9 @@ pub fn run_info(o: &Options, program: &str) -> RunInfo {
         iters: o.iters,
         agg_iters: o.agg_iters,
         check: o.check,
-        graph: o.graph,
+        graph: o.graph.number(),
         unalign: o.unalign,
-        blocking: o.blocking,
+        blocking: o.blocking.number(),
         per_iter: o.per_iter,
         per_iter_skip: o.per_iter_skip,
         parallel_init: o.parallel_init,
@@ -266,21 +266,21 @@ fn version_settings(o: &Options, version: i32) -> Result<Settings> {
         .collect();
     let mut messages = Vec::new();
     let register = match o.register {
-        0 => Register::Off,
+        Register::Off => Register::Off,
         _ if version < 21900 => {
             messages
                 .push("Option -R (register) is not supported before NCCL 2.19. Ignoring".into());
             Register::Off
         }
-        2 if version >= 22700 => Register::Symmetric,
-        2 => {
+        Register::Symmetric if version >= 22700 => Register::Symmetric,
+        Register::Symmetric => {
             messages.push(
                 "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration"
                     .into(),
             );
             Register::Local
         }
-        _ => Register::Local,
+        Register::Local => Register::Local,
     };
     let cta_policy = match o.cta_policy {
         Some(_) if version < 22700 => {
@@ -573,7 +573,7 @@ mod tests {
             f(&mut o);
             o
         };
-        let sym = o(|o| o.register = 2);
+        let sym = o(|o| o.register = Register::Symmetric);
         let s = version_settings(&sym, 22803).unwrap();
         assert_eq!((s.register, s.messages.len()), (Register::Symmetric, 0));
         let s = version_settings(&sym, 22605).unwrap();
@@ -585,7 +585,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            version_settings(&o(|o| o.register = 1), 21900)
+            version_settings(&o(|o| o.register = Register::Local), 21900)
                 .unwrap()
                 .register,
             Register::Local
@@ -624,7 +624,7 @@ mod tests {
     #[test]
     fn version_rules_before_nccl_2_19_and_2_24() {
         let mut o = Options {
-            register: 2,
+            register: Register::Symmetric,
             ..Options::default()
         };
         let s = version_settings(&o, 21701).unwrap();
@@ -633,7 +633,7 @@ mod tests {
             s.messages,
             ["Option -R (register) is not supported before NCCL 2.19. Ignoring"]
         );
-        o.register = 1;
+        o.register = Register::Local;
         assert_eq!(version_settings(&o, 21805).unwrap().register, Register::Off);
         assert_eq!(
             version_settings(&o, 21903).unwrap().register,

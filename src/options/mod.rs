@@ -2,9 +2,13 @@
 //! reads them (strtol-style integers, K/M/G sizes), with strict errors where leniency would run the
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
+mod modes;
+
+pub use modes::{Average, Blocking, Graph};
+
 use crate::cli::RawArgs;
 use crate::cnum::{parse_size, strtol};
-use crate::types::{DataType, RedOp};
+use crate::types::{DataType, RedOp, Register};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
@@ -50,24 +54,24 @@ pub struct Options {
     pub all_types: bool,
     /// `-r`.
     pub roots: Roots,
-    /// `-z`: blocking mode.
-    pub blocking: i64,
+    /// `-z`: when the timed loop waits and meets the other ranks.
+    pub blocking: Blocking,
     /// `-y 1`: use the legacy NULL stream.
     pub stream_null: bool,
     /// `-T`: wait timeout in seconds (0 = off).
     pub timeout_s: i64,
-    /// `-G`: CUDA graph launches (0 = off).
-    pub graph: i64,
+    /// `-G`: CUDA graph launches.
+    pub graph: Graph,
     /// `-C 1`: report CPU enqueue time.
     pub report_cputime: bool,
     /// `-S 1`: timestamp column.
     pub report_timestamps: bool,
     /// `-J`: JSON output path.
     pub output_file: Option<PathBuf>,
-    /// `-a`: cross-rank time reduction (0 rank 0, 1 mean, 2 min, 3 max).
-    pub average: i64,
-    /// `-R`: buffer registration (0 off, 1 local, 2 symmetric).
-    pub register: i64,
+    /// `-a`: how the ranks' times become the one reported.
+    pub average: Average,
+    /// `-R`: buffer registration, as requested (the loaded NCCL may allow less).
+    pub register: Register,
     /// `-M 1`: memory report.
     pub memory_report: bool,
     /// `-u`: misalign buffers by this many elements.
@@ -106,15 +110,15 @@ impl Default for Options {
             types: vec![DataType::Float],
             all_types: false,
             roots: Roots::One(0),
-            blocking: 0,
+            blocking: Blocking::Off,
             stream_null: false,
             timeout_s: 0,
-            graph: 0,
+            graph: Graph::default(),
             report_cputime: false,
             report_timestamps: false,
             output_file: None,
-            average: 1,
-            register: 0,
+            average: Average::Mean,
+            register: Register::Off,
             memory_report: false,
             unalign: 0,
             per_iter: false,
@@ -282,10 +286,10 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         agg_iters: r.int_at_least("agg_iters", d.agg_iters, 1)?,
         warmup_iters: r.int_at_least("warmup_iters", d.warmup_iters, 0)?,
         check: r.int_at_least("check", d.check, 0)?,
-        average: r.int("average", d.average)?,
-        unalign: r.int_at_least("unalign", d.unalign, 0)?,
         ..d
     };
+    let average = r.int("average", 1)?;
+    o.unalign = r.int_at_least("unalign", d.unalign, 0)?;
     o.dry_run = raw.dry_run;
     let cycles = r.int("run_cycles", 1)?;
     o.run_cycles = (cycles > 0).then_some(cycles as u64);
@@ -293,20 +297,18 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     o.report_cputime = r.int("report_cputime", 0)? != 0;
     o.report_timestamps = r.int("report_timestamps", 0)? != 0;
     o.timeout_s = r.int_at_least("timeout", 0, 0)?;
-    o.blocking = r.int("blocking", 0)?;
-    if !(0..=3).contains(&o.blocking) {
+    let blocking = r.int("blocking", 0)?;
+    o.blocking = Blocking::from_number(blocking).unwrap_or_else(|| {
         r.warnings.push(format!(
-            "warning: -z {} is not 0..3; treated as -z 2 (wait after each operation, no barrier)",
-            o.blocking
+            "warning: -z {blocking} is not 0..3; treated as -z 2 (wait after each operation, no barrier)"
         ));
-        o.blocking = 2;
-    }
-    if !(0..=3).contains(&o.average) {
-        return Err(OptionsError::Invalid(format!(
-            "invalid value {} for -a (--average): use 0 (rank 0), 1 (mean), 2 (min) or 3 (max)",
-            o.average
-        )));
-    }
+        Blocking::EachOperation
+    });
+    o.average = Average::from_number(average).ok_or_else(|| {
+        OptionsError::Invalid(format!(
+            "invalid value {average} for -a (--average): use 0 (rank 0), 1 (mean), 2 (min) or 3 (max)"
+        ))
+    })?;
     if let Some(s) = r.text("datatype")? {
         (o.types, o.all_types) = parse_types(&s)?;
     }
@@ -331,16 +333,15 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     if let Some(s) = r.text("output_file")? {
         o.output_file = Some(output_file(&s)?);
     }
-    o.graph = r.int("cudagraph", 0)?;
+    o.graph = Graph::from_number(r.int("cudagraph", 0)?);
     o.parallel_init = r.int("parallel_init", 0)? != 0;
     o.memory_report = r.int("memory", 0)? != 0;
-    o.register = r.int("local_register", 0)?;
-    if !(0..=2).contains(&o.register) {
-        return Err(OptionsError::Invalid(format!(
-            "invalid value {} for -R (--local_register): use 0 (off), 1 (local) or 2 (symmetric)",
-            o.register
-        )));
-    }
+    let register = r.int("local_register", 0)?;
+    o.register = Register::from_number(register).ok_or_else(|| {
+        OptionsError::Invalid(format!(
+            "invalid value {register} for -R (--local_register): use 0 (off), 1 (local) or 2 (symmetric)"
+        ))
+    })?;
     let cta_policy = r.int("cta_policy", -1)?;
     o.cta_policy = (cta_policy >= 0).then_some(cta_policy);
     let per_iter = r.int("per_iter_timing", 0)?;
@@ -380,7 +381,7 @@ fn post_parse(
     notices: &mut Vec<String>,
 ) -> Result<(), OptionsError> {
     let device_impl = o.device_impl.unwrap_or(0);
-    if device_impl > 0 && o.register != 2 {
+    if device_impl > 0 && o.register != Register::Symmetric {
         return Err(OptionsError::Invalid(
             "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
                 .into(),
@@ -390,18 +391,18 @@ fn post_parse(
     if per_iter != 0 && per_iter != 1 {
         notices.push("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.".into());
     }
-    if o.per_iter && o.graph >= 1 {
+    if o.per_iter && o.graph.is_on() {
         notices.push(
             "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
                 .into(),
         );
         o.per_iter = false;
     }
-    if o.blocking == 3 && o.graph >= 1 {
+    if o.blocking.each_iteration() && o.graph.is_on() {
         notices.push(
             "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.".into(),
         );
-        o.blocking = 0;
+        o.blocking = Blocking::Off;
     }
     if o.per_iter_skip < 0 || o.per_iter_skip >= o.iters {
         notices.push(format!(
@@ -421,7 +422,7 @@ fn post_parse(
             "-D {device_impl} (--device_implementation): the device-API implementations (CUDA kernels on NCCL's device API: LSA, multimem, GIN) are not built into nccl-perf; run without -D (NCCL's own implementation)"
         )));
     }
-    if o.graph >= 1 && o.stream_null {
+    if o.graph.is_on() && o.stream_null {
         return Err(OptionsError::Invalid(
             "-G (--cudagraph) cannot capture the legacy NULL stream of -y 1 (--stream_null); drop one of them"
                 .into(),
@@ -564,8 +565,13 @@ mod tests {
         .unwrap()
         .options;
         assert_eq!(
-            (o.graph, o.parallel_init, o.memory_report, o.register),
-            (3, true, true, 2)
+            (
+                o.graph.launches(),
+                o.parallel_init,
+                o.memory_report,
+                o.register
+            ),
+            (Some(3), true, true, Register::Symmetric)
         );
         assert_eq!((o.cta_policy, o.timeout_s), (Some(1), 5));
         assert_eq!(parse(&[]).unwrap().options.cta_policy, None);
@@ -593,7 +599,10 @@ mod tests {
             ]
         );
         assert!(!p.options.per_iter);
-        assert_eq!((p.options.blocking, p.options.graph), (0, 2));
+        assert_eq!(
+            (p.options.blocking, p.options.graph.launches()),
+            (Blocking::Off, Some(2))
+        );
         assert_eq!(
             notices(&["-I", "2"]),
             ["per-iteration timing (-I) only supports 0=off or 1=on. Disabling."]
