@@ -6,10 +6,9 @@ mod modes;
 
 pub use modes::{Average, Blocking, Graph};
 
-use crate::cli::RawArgs;
+use crate::cli::{DefaultValue, RawArgs, spec};
 use crate::cnum::{parse_size, strtol};
 use crate::types::{DataType, RedOp, Register};
-use std::ffi::OsStr;
 use std::path::PathBuf;
 
 /// Which roots a rooted collective runs with.
@@ -93,42 +92,12 @@ pub struct Options {
 }
 
 impl Default for Options {
+    /// The options of an empty command line: every option at its default in
+    /// [`crate::cli::OPTIONS`].
     fn default() -> Self {
-        Options {
-            nthreads: 1,
-            ngpus: 1,
-            min_bytes: 32 << 20,
-            max_bytes: 32 << 20,
-            step_bytes: 1 << 20,
-            step_factor: 1,
-            iters: 20,
-            agg_iters: 1,
-            warmup_iters: 1,
-            run_cycles: Some(1),
-            check: 1,
-            ops: vec![RedOp::Sum],
-            types: vec![DataType::Float],
-            all_types: false,
-            roots: Roots::One(0),
-            blocking: Blocking::Off,
-            stream_null: false,
-            timeout_s: 0,
-            graph: Graph::default(),
-            report_cputime: false,
-            report_timestamps: false,
-            output_file: None,
-            average: Average::Mean,
-            register: Register::Off,
-            memory_report: false,
-            unalign: 0,
-            per_iter: false,
-            per_iter_skip: 0,
-            parallel_init: false,
-            cta_policy: None,
-            device_impl: None,
-            device_cta_count: None,
-            dry_run: false,
-        }
+        from_args(&RawArgs::default())
+            .map(|p| p.options)
+            .expect("the defaults of cli::OPTIONS are valid options (a unit test reads them)")
     }
 }
 
@@ -162,17 +131,33 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn text(&self, long: &str) -> Result<Option<String>, OptionsError> {
+    /// The value given for `long`, if any.
+    fn given(&self, long: &str) -> Result<Option<String>, OptionsError> {
         match self.raw.get(long) {
             None => Ok(None),
-            Some(v) => to_str(long, v).map(Some),
+            Some(v) => v.to_str().map(|v| Some(v.to_owned())).ok_or_else(|| {
+                OptionsError::Invalid(format!(
+                    "the value of {} is not valid UTF-8",
+                    flag_name(long)
+                ))
+            }),
         }
     }
 
-    /// An integer option read like strtol, with junk after the number warned about.
-    fn int(&mut self, long: &str, default: i64) -> Result<i64, OptionsError> {
+    /// The value given for `long`, else its default value in [`crate::cli::OPTIONS`] (`None`
+    /// for an option that is unset by default).
+    fn text(&self, long: &str) -> Result<Option<String>, OptionsError> {
+        Ok(self.given(long)?.or_else(|| match spec(long)?.default {
+            DefaultValue::Value(v) => Some(v.to_string()),
+            DefaultValue::Unset(_) => None,
+        }))
+    }
+
+    /// An integer option read like strtol, with junk after the number warned about; `None`
+    /// when neither given nor set by default.
+    fn int_if_set(&mut self, long: &str) -> Result<Option<i64>, OptionsError> {
         let Some(s) = self.text(long)? else {
-            return Ok(default);
+            return Ok(None);
         };
         let flag = flag_name(long);
         match strtol(&s) {
@@ -190,14 +175,20 @@ impl Reader<'_> {
                         "warning: {flag} '{s}' read as {v}; ignoring the trailing '{rest}'"
                     ));
                 }
-                Ok(v)
+                Ok(Some(v))
             }
         }
     }
 
+    /// An integer option that has a default.
+    fn int(&mut self, long: &str) -> Result<i64, OptionsError> {
+        self.int_if_set(long)?
+            .ok_or_else(|| OptionsError::Invalid(format!("{} needs a value", flag_name(long))))
+    }
+
     /// An integer option that must be ≥ `min`.
-    fn int_at_least(&mut self, long: &str, default: i64, min: i64) -> Result<i64, OptionsError> {
-        let v = self.int(long, default)?;
+    fn int_at_least(&mut self, long: &str, min: i64) -> Result<i64, OptionsError> {
+        let v = self.int(long)?;
         if v < min {
             return Err(OptionsError::Invalid(format!(
                 "invalid value {v} for {}: must be at least {min}",
@@ -207,30 +198,22 @@ impl Reader<'_> {
         Ok(v)
     }
 
-    fn size(&mut self, long: &str, what: &str, default: u64) -> Result<u64, OptionsError> {
-        let Some(s) = self.text(long)? else {
-            return Ok(default);
-        };
+    /// A 0/1 switch: anything but 0 is on.
+    fn switch(&mut self, long: &str) -> Result<bool, OptionsError> {
+        Ok(self.int(long)? != 0)
+    }
+
+    /// A size option; `what` names it in messages as nccl-tests does.
+    fn size(&mut self, long: &str, what: &str) -> Result<u64, OptionsError> {
+        let s = self.text(long)?.unwrap_or_default();
         parse_size(&s)
             .map_err(|e| OptionsError::Invalid(format!("invalid size specified for '{what}': {e}")))
     }
 }
 
-fn to_str(long: &str, v: &OsStr) -> Result<String, OptionsError> {
-    v.to_str().map(str::to_owned).ok_or_else(|| {
-        OptionsError::Invalid(format!(
-            "the value of {} is not valid UTF-8",
-            flag_name(long)
-        ))
-    })
-}
-
 /// `-x (--long)` for messages.
 fn flag_name(long: &str) -> String {
-    match crate::cli::OPTIONS.iter().find(|(_, l, _)| *l == long) {
-        Some((s, l, _)) => format!("-{s} (--{l})"),
-        None => format!("--{long}"),
-    }
+    spec(long).map_or_else(|| format!("--{long}"), |o| o.flag_name())
 }
 
 fn parse_types(s: &str) -> Result<(Vec<DataType>, bool), OptionsError> {
@@ -274,93 +257,112 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
             word.to_string_lossy()
         ));
     }
-    let d = Options::default();
-    let mut o = Options {
-        nthreads: r.int_at_least("nthreads", d.nthreads, 1)?,
-        ngpus: r.int_at_least("ngpus", d.ngpus, 1)?,
-        min_bytes: r.size("minbytes", "minbytes", d.min_bytes)?,
-        max_bytes: r.size("maxbytes", "maxbytes", d.max_bytes)?,
-        step_bytes: r.size("stepbytes", "stepBytes", d.step_bytes)?,
-        step_factor: r.int_at_least("stepfactor", 1, 0)? as u64,
-        iters: r.int_at_least("iters", d.iters, 1)?,
-        agg_iters: r.int_at_least("agg_iters", d.agg_iters, 1)?,
-        warmup_iters: r.int_at_least("warmup_iters", d.warmup_iters, 0)?,
-        check: r.int_at_least("check", d.check, 0)?,
-        ..d
-    };
-    let average = r.int("average", 1)?;
-    o.unalign = r.int_at_least("unalign", d.unalign, 0)?;
-    o.dry_run = raw.dry_run;
-    let cycles = r.int("run_cycles", 1)?;
-    o.run_cycles = (cycles > 0).then_some(cycles as u64);
-    o.stream_null = r.int("stream_null", 0)? != 0;
-    o.report_cputime = r.int("report_cputime", 0)? != 0;
-    o.report_timestamps = r.int("report_timestamps", 0)? != 0;
-    o.timeout_s = r.int_at_least("timeout", 0, 0)?;
-    let blocking = r.int("blocking", 0)?;
-    o.blocking = Blocking::from_number(blocking).unwrap_or_else(|| {
+    let nthreads = r.int_at_least("nthreads", 1)?;
+    let ngpus = r.int_at_least("ngpus", 1)?;
+    let min_bytes = r.size("minbytes", "minbytes")?;
+    let max_bytes = r.size("maxbytes", "maxbytes")?;
+    let step_bytes = r.size("stepbytes", "stepBytes")?;
+    let step_factor = r.int_at_least("stepfactor", 0)? as u64;
+    let iters = r.int_at_least("iters", 1)?;
+    let agg_iters = r.int_at_least("agg_iters", 1)?;
+    let warmup_iters = r.int_at_least("warmup_iters", 0)?;
+    let check = r.int_at_least("check", 0)?;
+    let average = r.int("average")?;
+    let unalign = r.int_at_least("unalign", 0)?;
+    let cycles = r.int("run_cycles")?;
+    let stream_null = r.switch("stream_null")?;
+    let report_cputime = r.switch("report_cputime")?;
+    let report_timestamps = r.switch("report_timestamps")?;
+    let timeout_s = r.int_at_least("timeout", 0)?;
+    let blocking = r.int("blocking")?;
+    let blocking = Blocking::from_number(blocking).unwrap_or_else(|| {
         r.warnings.push(format!(
             "warning: -z {blocking} is not 0..3; treated as -z 2 (wait after each operation, no barrier)"
         ));
         Blocking::EachOperation
     });
-    o.average = Average::from_number(average).ok_or_else(|| {
+    let average = Average::from_number(average).ok_or_else(|| {
         OptionsError::Invalid(format!(
             "invalid value {average} for -a (--average): use 0 (rank 0), 1 (mean), 2 (min) or 3 (max)"
         ))
     })?;
-    if let Some(s) = r.text("datatype")? {
-        (o.types, o.all_types) = parse_types(&s)?;
-    }
-    if let Some(s) = r.text("op")? {
-        o.ops = parse_ops(&s)?;
-    }
-    if let Some(s) = r.text("root")? {
-        o.roots = if s.trim() == "all" {
-            Roots::All
-        } else {
-            match r.int("root", 0)? {
-                -1 => Roots::All,
-                v if v < 0 => {
-                    return Err(OptionsError::Invalid(format!(
-                        "invalid root {v} for -r (--root): use a rank, or -1 for every root"
-                    )));
-                }
-                v => Roots::One(v),
+    let (types, all_types) = parse_types(&r.text("datatype")?.unwrap_or_default())?;
+    let ops = parse_ops(&r.text("op")?.unwrap_or_default())?;
+    let roots = match r.text("root")? {
+        Some(s) if s.trim() == "all" => Roots::All,
+        _ => match r.int("root")? {
+            -1 => Roots::All,
+            v if v < 0 => {
+                return Err(OptionsError::Invalid(format!(
+                    "invalid root {v} for -r (--root): use a rank, or -1 for every root"
+                )));
             }
-        };
-    }
-    if let Some(s) = r.text("output_file")? {
-        o.output_file = Some(output_file(&s)?);
-    }
-    o.graph = Graph::from_number(r.int("cudagraph", 0)?);
-    o.parallel_init = r.int("parallel_init", 0)? != 0;
-    o.memory_report = r.int("memory", 0)? != 0;
-    let register = r.int("local_register", 0)?;
-    o.register = Register::from_number(register).ok_or_else(|| {
+            v => Roots::One(v),
+        },
+    };
+    let output_file = match r.text("output_file")? {
+        Some(s) => Some(output_file(&s)?),
+        None => None,
+    };
+    let graph = Graph::from_number(r.int("cudagraph")?);
+    let parallel_init = r.switch("parallel_init")?;
+    let memory_report = r.switch("memory")?;
+    let register = r.int("local_register")?;
+    let register = Register::from_number(register).ok_or_else(|| {
         OptionsError::Invalid(format!(
             "invalid value {register} for -R (--local_register): use 0 (off), 1 (local) or 2 (symmetric)"
         ))
     })?;
-    let cta_policy = r.int("cta_policy", -1)?;
-    o.cta_policy = (cta_policy >= 0).then_some(cta_policy);
-    let per_iter = r.int("per_iter_timing", 0)?;
-    o.per_iter_skip = r.int("per_iter_skip", 0)?;
-    if raw.get("device_implementation").is_some() {
-        o.device_impl = Some(r.int("device_implementation", 0)?);
-    }
+    let cta_policy = r.int_if_set("cta_policy")?.filter(|p| *p >= 0);
+    let per_iter = r.int("per_iter_timing")?;
+    let per_iter_skip = r.int("per_iter_skip")?;
+    let device_impl = r.int_if_set("device_implementation")?;
     let mut notices = Vec::new();
-    if raw.get("device_cta_count").is_some() {
-        let v = r.int("device_cta_count", 16)?;
-        o.device_cta_count = Some(if (1..=128).contains(&v) {
+    let device_cta_count = r.int_if_set("device_cta_count")?.map(|v| {
+        if (1..=128).contains(&v) {
             v
         } else {
             notices.push(format!(
                 "device_cta_count (-V) must be positive and less than 128, got {v}. Using default value 16."
             ));
             16
-        });
-    }
+        }
+    });
+    let mut o = Options {
+        nthreads,
+        ngpus,
+        min_bytes,
+        max_bytes,
+        step_bytes,
+        step_factor,
+        iters,
+        agg_iters,
+        warmup_iters,
+        run_cycles: u64::try_from(cycles).ok().filter(|&c| c > 0),
+        check,
+        ops,
+        types,
+        all_types,
+        roots,
+        blocking,
+        stream_null,
+        timeout_s,
+        graph,
+        report_cputime,
+        report_timestamps,
+        output_file,
+        average,
+        register,
+        memory_report,
+        unalign,
+        per_iter: false,
+        per_iter_skip,
+        parallel_init,
+        cta_policy,
+        device_impl,
+        device_cta_count,
+        dry_run: raw.dry_run,
+    };
     check_gpus_per_process(&o)?;
     check_sizes(&o)?;
     post_parse(&mut o, per_iter, &mut notices)?;

@@ -8,13 +8,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
 use clap_complete::{Generator, Shell};
 use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, line_break, roman};
-
-use crate::types::{DataType, RedOp};
 
 /// The eleven benchmark programs as nccl-tests names them, each with the NCCL operation it times.
 pub const BENCHMARKS: &[(&str, &str)] = &[
@@ -29,122 +26,6 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
     ("gather_perf", "Gather"),
     ("sendrecv_perf", "SendRecv"),
     ("hypercube_perf", "hypercube exchange"),
-];
-
-/// One line of help per benchmark option, by long name (the man page's and the completions'
-/// text). Every option of [`crate::cli::OPTIONS`] has one (a test checks it).
-pub const OPTION_HELP: &[(&str, &str)] = &[
-    (
-        "nthreads",
-        "Threads per process, each driving -g GPUs (default 1)",
-    ),
-    (
-        "ngpus",
-        "GPUs per thread (default 1); a process uses threads times GPUs devices",
-    ),
-    (
-        "minbytes",
-        "Smallest message size in bytes, K/M/G suffixes (default 32M)",
-    ),
-    (
-        "maxbytes",
-        "Largest message size in bytes, K/M/G suffixes (default 32M)",
-    ),
-    (
-        "stepbytes",
-        "Size increment when no -f factor is given (default 1M)",
-    ),
-    (
-        "stepfactor",
-        "Multiply the size by this factor at each step (default: off, -i is used)",
-    ),
-    ("iters", "Timed iterations per size (default 20)"),
-    (
-        "agg_iters",
-        "Operations aggregated into each timed iteration (default 1)",
-    ),
-    ("warmup_iters", "Untimed warm-up iterations (default 1)"),
-    (
-        "run_cycles",
-        "Run the sweep this many times, printing each (default 1; 0 = until interrupted)",
-    ),
-    (
-        "parallel_init",
-        "1: threads create their communicators in parallel",
-    ),
-    (
-        "check",
-        "Validated iterations per size (default 1; 0 turns validation off and needs no NVRTC)",
-    ),
-    (
-        "op",
-        "Reduction operation: sum, prod, min, max, avg, mulsum, or all (default sum)",
-    ),
-    ("datatype", "Element type, or all (default float)"),
-    (
-        "root",
-        "Root rank of rooted collectives; -1 or all runs every root (default 0)",
-    ),
-    (
-        "blocking",
-        "0: no wait between operations (default); 1: wait and barrier after each operation; 2: wait after each operation, no barrier; 3: wait and barrier after each timed iteration (-n)",
-    ),
-    ("stream_null", "1: use the legacy NULL stream"),
-    (
-        "timeout",
-        "Stop with exit code 4 when an NCCL wait takes longer than this many seconds (default 0 = off)",
-    ),
-    (
-        "cudagraph",
-        "Capture the iterations in a CUDA graph launched this many times",
-    ),
-    (
-        "report_cputime",
-        "1: report CPU enqueue time instead of GPU time",
-    ),
-    ("report_timestamps", "1: add a timestamp column to each row"),
-    (
-        "output_file",
-        "Also write the results to this file: JSON (upstream's schema) or, for a .csv name, CSV",
-    ),
-    (
-        "average",
-        "Time reported across ranks: 0 rank 0, 1 mean (default), 2 min, 3 max",
-    ),
-    (
-        "local_register",
-        "Buffer registration: 0 none (default), 1 local, 2 symmetric",
-    ),
-    (
-        "cta_policy",
-        "NCCL CTA policy: 0 default, 1 efficiency, 2 zero",
-    ),
-    (
-        "device_implementation",
-        "Device-side implementation number (default 0, NCCL's)",
-    ),
-    (
-        "device_cta_count",
-        "CTAs for the device implementation (default 16)",
-    ),
-    ("memory", "1: report device memory usage"),
-    (
-        "unalign",
-        "Misalign the send and receive buffers by this many elements (default 0)",
-    ),
-    (
-        "per_iter_timing",
-        "1: time each iteration with CUDA events and report min, max, p99 and spread",
-    ),
-    (
-        "per_iter_skip",
-        "Leading iterations left out of the per-iteration statistics (default 0)",
-    ),
-    ("help", "Print nccl-tests' usage text and exit 0"),
-    (
-        "dry-run",
-        "Bootstrap, check the launch and print each rank's host, GPU, sizes and memory, then exit 0 without loading CUDA or NCCL",
-    ),
 ];
 
 /// Environment variables every benchmark reads: (name, meaning).
@@ -318,14 +199,8 @@ fn default_programs(suffix: &str) -> Vec<Program> {
 }
 
 /// The documented command line of a benchmark installed as `program`, timing `op`: the
-/// options the benchmarks parse, with help texts, value names and completion hints.
+/// options the benchmarks parse ([`crate::cli::command_for_docs`]), with a description.
 pub fn benchmark_command(program: &str, op: &str) -> Command {
-    let types: Vec<&'static str> = DataType::ALL
-        .iter()
-        .map(|t| t.name())
-        .chain(["all"])
-        .collect();
-    let ops: Vec<&'static str> = RedOp::ALL.iter().map(|o| o.name()).chain(["all"]).collect();
     crate::cli::command_for_docs()
         .bin_name(program)
         .display_name(program)
@@ -340,41 +215,6 @@ pub fn benchmark_command(program: &str, op: &str) -> Command {
              --iters 5, --iters=5, unambiguous prefixes such as --warm 2); the last occurrence \
              wins. Sizes take binary K, M and G suffixes."
         ))
-        .mut_args(|a| {
-            let id = a.get_id().as_str().to_string();
-            let help = OPTION_HELP
-                .iter()
-                .find(|(long, _)| *long == id)
-                .map(|(_, h)| *h);
-            let a = match help {
-                Some(h) => a.help(h),
-                None => a,
-            };
-            let a = match crate::cli::OPTIONS.iter().find(|(_, long, _)| *long == id) {
-                Some((_, _, usage)) => a.value_name(value_name(usage)),
-                None => a,
-            };
-            match id.as_str() {
-                "datatype" => a.value_parser(PossibleValuesParser::new(types.clone())),
-                "op" => a.value_parser(PossibleValuesParser::new(ops.clone())),
-                "output_file" => a.value_hint(ValueHint::FilePath),
-                _ => a,
-            }
-        })
-}
-
-/// The value name of an option from its usage text: `<num threads> ...` → `num threads`.
-fn value_name(usage: &'static str) -> &'static str {
-    let start = usage.find('<').map_or(0, |i| i + 1);
-    let end = usage
-        .get(start..)
-        .and_then(|rest| rest.find('>'))
-        .map_or(usage.len(), |i| start + i);
-    usage
-        .get(start..end)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("VALUE")
 }
 
 /// `nccl-perf completions`.
@@ -591,23 +431,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_benchmark_option_has_help_and_a_value_name() {
-        for (_, long, usage) in crate::cli::OPTIONS {
-            assert!(
-                OPTION_HELP.iter().any(|(l, _)| l == long),
-                "--{long} has no help text in OPTION_HELP"
-            );
-            let name = value_name(usage);
-            assert!(usage.contains(&format!("<{name}>")), "--{long}: {name}");
-        }
-        for (long, _) in OPTION_HELP {
-            let known = crate::cli::OPTIONS.iter().any(|(_, l, _)| l == long)
-                || ["help", "dry-run"].contains(long);
-            assert!(known, "OPTION_HELP names --{long}, which is no option");
-        }
-    }
-
-    #[test]
     fn program_names_resolve_with_suffixes() {
         assert_eq!(program("nccl-perf"), Ok(Program::Tool));
         assert_eq!(
@@ -637,13 +460,13 @@ mod tests {
     fn benchmark_command_keeps_parsing_options() {
         // The documented command is the parser's: every option, short and long, is there.
         let cmd = benchmark_command("all_reduce_perf", "AllReduce");
-        for (short, long, _) in crate::cli::OPTIONS {
+        for o in crate::cli::OPTIONS {
             let arg = cmd
                 .get_arguments()
-                .find(|a| a.get_id() == long)
-                .unwrap_or_else(|| panic!("--{long} missing"));
-            assert_eq!(arg.get_short(), Some(*short));
-            assert!(arg.get_help().is_some(), "--{long} has no help");
+                .find(|a| a.get_id() == o.long)
+                .unwrap_or_else(|| panic!("--{} missing", o.long));
+            assert_eq!(arg.get_short(), o.short);
+            assert!(arg.get_help().is_some(), "--{} has no help", o.long);
         }
         let hidden: Vec<_> = cmd
             .get_arguments()

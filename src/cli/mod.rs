@@ -3,103 +3,27 @@
 //! stray non-option words ignored. Values are kept as raw strings here; `options` gives them
 //! meaning.
 
-use clap::{Arg, ArgAction, Command};
+use crate::types::{DataType, RedOp};
+use clap::builder::PossibleValuesParser;
+use clap::{Arg, ArgAction, Command, ValueHint};
 use std::ffi::OsString;
 
-/// Every value-taking option: (short, long, usage text after `-x,--long `).
-pub const OPTIONS: &[(char, &str, &str)] = &[
-    ('t', "nthreads", "<num threads>"),
-    ('g', "ngpus", "<gpus per thread>"),
-    ('b', "minbytes", "<min size in bytes>"),
-    ('e', "maxbytes", "<max size in bytes>"),
-    ('i', "stepbytes", "<increment size>"),
-    ('f', "stepfactor", "<increment factor>"),
-    ('n', "iters", "<iteration count>"),
-    ('m', "agg_iters", "<aggregated iteration count>"),
-    ('w', "warmup_iters", "<warmup iteration count>"),
-    (
-        'N',
-        "run_cycles",
-        "<cycle count> run & print each cycle (default: 1; 0=infinite)",
-    ),
-    ('p', "parallel_init", "<0/1>"),
-    ('c', "check", "<check iteration count>"),
-    ('o', "op", "<sum/prod/min/max/avg/mulsum/all>"),
-    ('d', "datatype", "<nccltype/all>"),
-    ('r', "root", "<root>"),
-    (
-        'z',
-        "blocking",
-        "<0/1/2/3> 1=barrier after each inner iter (-m), 2=no barrier, 3=wait and barrier after each outer iter (-n)",
-    ),
-    ('y', "stream_null", "<0/1>"),
-    ('T', "timeout", "<time in seconds>"),
-    ('G', "cudagraph", "<num graph launches>"),
-    ('C', "report_cputime", "<0/1>"),
-    (
-        'S',
-        "report_timestamps",
-        "<0/1> report timestamps (default 0)",
-    ),
-    (
-        'J',
-        "output_file",
-        "<file> write output to filepath, if accessible. Infer type from suffix (only json supported presently.)",
-    ),
-    (
-        'a',
-        "average",
-        "<0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>",
-    ),
-    (
-        'R',
-        "local_register",
-        "<0/1/2> enable local (1) or symmetric (2) buffer registration on send/recv buffers (default: disable (0))",
-    ),
-    (
-        'x',
-        "cta_policy",
-        "<0/1/2> set CTA policy (NCCL_CTA_POLICY_DEFAULT (0), NCCL_CTA_POLICY_EFFICIENCY (1), NCCL_CTA_POLICY_ZERO (2)) (default: do not set)",
-    ),
-    (
-        'D',
-        "device_implementation",
-        "<implementation number> enable device implementation (default: 0, use NCCL implementation; requires -R 2 if > 0)",
-    ),
-    (
-        'V',
-        "device_cta_count",
-        "<number> set number of CTAs for device implementation (default: 16)",
-    ),
-    (
-        'M',
-        "memory",
-        "<0/1> enable memory usage report (default: 0)",
-    ),
-    (
-        'u',
-        "unalign",
-        "<index of first element> Misalign source and destination buffers (default: 0)",
-    ),
-    (
-        'I',
-        "per_iter_timing",
-        "<0/1> per-iteration CUDA event timing\n\t    (best with -z 0, -z 2, or -z 3; with -z 1 includes barrier wait;\n\t    i_p99 uses nearest-rank percentile and may equal i_max\n\t    with <100 samples) (default: 0)",
-    ),
-    (
-        'K',
-        "per_iter_skip",
-        "<count> exclude leading samples from -I summary stats (default: 0)",
-    ),
-];
+mod spec;
+
+pub use spec::{DefaultValue, OPTIONS, Spec, Value, spec};
 
 /// The usage text printed by `-h`, in nccl-tests' layout (TAB-indented, trailing spaces kept).
 pub fn usage(program: &str) -> String {
     let mut s = format!("USAGE: {program} \n");
-    for (short, long, text) in OPTIONS {
-        s.push_str(&format!("\t[-{short},--{long} {text}] \n"));
+    for o in OPTIONS {
+        let (Some(short), Some(text)) = (o.short, o.usage) else {
+            continue;
+        };
+        match o.value {
+            Value::Flag => s.push_str(&format!("\t[-{short},--{}]\n", o.long)),
+            _ => s.push_str(&format!("\t[-{short},--{} {text}] \n", o.long)),
+        }
     }
-    s.push_str("\t[-h,--help]\n");
     s
 }
 
@@ -123,52 +47,58 @@ impl RawArgs {
     }
 }
 
+/// The parser: every option of [`OPTIONS`], plus a catch-all for stray words.
 fn command() -> Command {
-    let mut cmd = Command::new("nccl-perf")
+    let cmd = Command::new("nccl-perf")
         .no_binary_name(true)
         .disable_help_flag(true)
         .disable_version_flag(true)
         .infer_long_args(true)
         .args_override_self(true)
         .arg(
-            Arg::new("help")
-                .short('h')
-                .long("help")
-                .action(ArgAction::SetTrue),
-        )
-        .arg(
-            Arg::new("dry-run")
-                .long("dry-run")
-                .action(ArgAction::SetTrue),
-        )
-        .arg(
             Arg::new("ignored")
                 .num_args(0..)
                 .action(ArgAction::Append)
                 .value_parser(clap::builder::OsStringValueParser::new()),
         );
-    for (short, long, _) in OPTIONS {
-        cmd = cmd.arg(
-            Arg::new(*long)
-                .short(*short)
-                .long(*long)
+    OPTIONS.iter().fold(cmd, |cmd, o| {
+        let arg = Arg::new(o.long).long(o.long).help(o.documented_help());
+        let arg = match o.short {
+            Some(c) => arg.short(c),
+            None => arg,
+        };
+        cmd.arg(match o.value_name() {
+            None => arg.action(ArgAction::SetTrue),
+            Some(name) => arg
+                .value_name(name)
                 .num_args(1)
                 .allow_hyphen_values(true)
                 .action(ArgAction::Set)
                 .value_parser(clap::builder::OsStringValueParser::new()),
-        );
-    }
-    cmd
+        })
+    })
 }
 
-/// The parser's own clap definition, for tools that generate documentation from it (man pages
-/// and shell completions: `nccl-perf man`, `nccl-perf completions`): the same options, with a
-/// binary name and without the catch-all for stray words. Help texts are the caller's to add
-/// (arguments are named by their long names, `-h` as `help`, `--dry-run` as `dry-run`).
+/// The parser's own clap definition, documented, for man pages and shell completions
+/// (`nccl-perf man`, `nccl-perf completions`): the same options with their help texts, a binary
+/// name, the datatype and op names as possible values, file names hinted, and without the
+/// catch-all for stray words.
 pub fn command_for_docs() -> Command {
+    let types: Vec<&'static str> = DataType::ALL
+        .iter()
+        .map(|t| t.name())
+        .chain(["all"])
+        .collect();
+    let ops: Vec<&'static str> = RedOp::ALL.iter().map(|o| o.name()).chain(["all"]).collect();
     command().no_binary_name(false).mut_args(|a| {
-        let hide = a.get_id() == "ignored";
-        a.hide(hide)
+        let kind = spec(a.get_id().as_str()).map(|o| o.value);
+        match kind {
+            None => a.hide(true),
+            Some(Value::DataType) => a.value_parser(PossibleValuesParser::new(types.clone())),
+            Some(Value::Op) => a.value_parser(PossibleValuesParser::new(ops.clone())),
+            Some(Value::File) => a.value_hint(ValueHint::FilePath),
+            Some(_) => a,
+        }
     })
 }
 
@@ -184,9 +114,9 @@ where
         dry_run: matches.get_flag("dry-run"),
         ..RawArgs::default()
     };
-    for (_, long, _) in OPTIONS {
-        if let Some(v) = matches.get_one::<OsString>(long) {
-            raw.values.push((long, v.clone()));
+    for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {
+        if let Some(v) = matches.get_one::<OsString>(o.long) {
+            raw.values.push((o.long, v.clone()));
         }
     }
     if let Some(words) = matches.get_many::<OsString>("ignored") {
@@ -209,8 +139,8 @@ fn describe(e: clap::Error) -> String {
         ErrorKind::InvalidValue | ErrorKind::NoEquals if !arg.is_empty() => {
             // clap names the option `--long <long>`; say `-x (--long)` as the other messages do.
             let long = arg.trim_start_matches('-').split(' ').next().unwrap_or("");
-            match OPTIONS.iter().find(|(_, l, _)| *l == long) {
-                Some((short, long, _)) => format!("option -{short} (--{long}) requires a value"),
+            match spec(long) {
+                Some(o) => format!("option {} requires a value", o.flag_name()),
                 None => format!("option '{arg}' requires a value"),
             }
         }
@@ -288,7 +218,8 @@ mod tests {
         assert!(parse(["--help"]).unwrap().help);
         let u = usage("all_reduce_perf");
         assert!(u.starts_with("USAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n"));
-        for (s, l, _) in OPTIONS {
+        for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {
+            let (s, l) = (o.short.unwrap(), o.long);
             assert!(u.contains(&format!("[-{s},--{l} ")), "{l} missing");
         }
         assert!(u.ends_with("\t[-h,--help]\n"));
