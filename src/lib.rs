@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod cli;
 pub mod cnum;
 pub mod collective;
+pub mod environment;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod gpu;

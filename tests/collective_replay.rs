@@ -187,6 +187,9 @@ impl Collective for Mutant<'_> {
     fn name(&self) -> &'static str {
         "mutant"
     }
+    fn operation(&self) -> &'static str {
+        self.base.operation()
+    }
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         self.base.counts(count, nranks, ts)
     }

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use nccl_perf::cli::OPTIONS;
-use nccl_perf::tool::docs::BENCHMARKS;
 
 const TOOL: &str = env!("CARGO_BIN_EXE_nccl-perf");
 
@@ -26,8 +25,12 @@ fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The benchmark programs (`all_reduce_perf`, ...), from the library's one list of them.
 fn benchmark_names() -> Vec<&'static str> {
-    BENCHMARKS.iter().map(|(b, _)| *b).collect()
+    nccl_perf::collective::all()
+        .iter()
+        .map(|c| &*format!("{}_perf", c.name()).leak())
+        .collect()
 }
 
 /// A fresh folder under the system's temp folder, removed on drop.
@@ -131,7 +134,7 @@ fn cargo_install_builds_every_program_with_and_without_mpi() {
     let features = &package["features"]["mpi"];
     assert_eq!(features, &serde_json::json!(["dep:mpi"]));
 
-    // Every src/bin file is a listed benchmark (a new one needs a BENCHMARKS entry for docs).
+    // Every src/bin file is a listed benchmark (a new one needs an entry in collective::all).
     let mut files = BTreeSet::new();
     for e in std::fs::read_dir(root().join("src/bin")).expect("src/bin") {
         let name = e.expect("entry").file_name().to_string_lossy().into_owned();
@@ -155,7 +158,7 @@ fn install_layout_puts_programs_where_nccl_tests_builds_them() {
         .args(["--from", from.to_str().expect("utf-8")])
         .arg(prefix_s));
     let printed = layout_print(&[prefix_s]);
-    assert_eq!(printed.len(), BENCHMARKS.len() + 1);
+    assert_eq!(printed.len(), benchmark_names().len() + 1);
     for (path, name) in printed
         .iter()
         .zip(benchmark_names().into_iter().chain(["nccl-perf"]))

@@ -9,6 +9,10 @@
 
 use super::auth::Secret;
 use super::nodelist;
+use crate::environment::{
+    BOOTSTRAP, BOOTSTRAP_TIMEOUT, HEARTBEAT_TIMEOUT, RENDEZVOUS, RENDEZVOUS_BIND, RENDEZVOUS_KEY,
+    RENDEZVOUS_KEY_FILE, RENDEZVOUS_PORT,
+};
 use crate::error::{Error, Result};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -70,7 +74,7 @@ const MPI_MARKERS: &[&str] = &["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", 
 /// Decides how to bootstrap. `mpi_built`: this binary has the `mpi` feature.
 pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
     let timeout = timeout(env)?;
-    let mode = env("NCCL_PERF_BOOTSTRAP")
+    let mode = env(BOOTSTRAP.name)
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
@@ -148,7 +152,7 @@ fn not_a_lone_rank(env: Env) -> Result<()> {
 
 /// `NCCL_PERF_RENDEZVOUS_BIND`: the address rank 0 listens on, when not the rendezvous one.
 fn bind_address(env: Env) -> Result<Option<IpAddr>> {
-    match env("NCCL_PERF_RENDEZVOUS_BIND").filter(|v| !v.trim().is_empty()) {
+    match env(RENDEZVOUS_BIND.name).filter(|v| !v.trim().is_empty()) {
         None => Ok(None),
         Some(v) => v.trim().parse().map(Some).map_err(|_| {
             Error::Usage(format!(
@@ -189,20 +193,21 @@ pub const DEFAULT_SILENCE: Duration = Duration::from_secs(10);
 /// `NCCL_PERF_HEARTBEAT_TIMEOUT` in seconds (fractions allowed), default 10; 0 turns the
 /// heartbeats off.
 pub fn silence(env: Env) -> Result<Option<Duration>> {
-    let Some(v) = env("NCCL_PERF_HEARTBEAT_TIMEOUT").filter(|v| !v.trim().is_empty()) else {
+    let Some(v) = env(HEARTBEAT_TIMEOUT.name).filter(|v| !v.trim().is_empty()) else {
         return Ok(Some(DEFAULT_SILENCE));
     };
     match v.trim().parse::<f64>() {
         Ok(s) if (0.0..=1e7).contains(&s) => Ok((s > 0.0).then(|| Duration::from_secs_f64(s))),
         _ => Err(Error::Usage(format!(
-            "NCCL_PERF_HEARTBEAT_TIMEOUT='{v}' is not a number of seconds (0 turns heartbeats off)"
+            "{}='{v}' is not a number of seconds (0 turns heartbeats off)",
+            HEARTBEAT_TIMEOUT.name
         ))),
     }
 }
 
 /// `NCCL_PERF_BOOTSTRAP_TIMEOUT` in seconds (fractions allowed), default 120.
 pub fn timeout(env: Env) -> Result<Duration> {
-    let Some(v) = env("NCCL_PERF_BOOTSTRAP_TIMEOUT").filter(|v| !v.trim().is_empty()) else {
+    let Some(v) = env(BOOTSTRAP_TIMEOUT.name).filter(|v| !v.trim().is_empty()) else {
         return Ok(DEFAULT_TIMEOUT);
     };
     match v.trim().parse::<f64>() {
@@ -261,13 +266,13 @@ fn port_var(env: Env, name: &str) -> Result<Option<u16>> {
 /// Finds the launcher's variables. `no_mpi`: this binary cannot use MPI (for the message when an
 /// MPI launcher started it without a rendezvous address).
 fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<TcpLaunch>> {
-    let explicit = match env("NCCL_PERF_RENDEZVOUS").filter(|v| !v.trim().is_empty()) {
+    let explicit = match env(RENDEZVOUS.name).filter(|v| !v.trim().is_empty()) {
         Some(v) => Some(
             parse_address(&v).map_err(|e| Error::Usage(format!("NCCL_PERF_RENDEZVOUS: {e}")))?,
         ),
         None => None,
     };
-    let port_override = port_var(env, "NCCL_PERF_RENDEZVOUS_PORT")?;
+    let port_override = port_var(env, RENDEZVOUS_PORT.name)?;
     let silence = silence(env)?;
     let launch = |launcher, rank, size, local_rank, addr: Option<(String, u16)>, job: String| {
         let (host, port) = addr.unwrap_or_default();
@@ -304,8 +309,8 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         }
         if t.size > 1 {
             t.secret = Secret::from_env(
-                env("NCCL_PERF_RENDEZVOUS_KEY").as_deref(),
-                env("NCCL_PERF_RENDEZVOUS_KEY_FILE").as_deref(),
+                env(RENDEZVOUS_KEY.name).as_deref(),
+                env(RENDEZVOUS_KEY_FILE.name).as_deref(),
             )
             .map_err(Error::Usage)?;
             t.bind = bind_address(env)?;

@@ -18,7 +18,7 @@ pub fn host_hash(hostname: &str, boot_id: &str) -> u64 {
 /// the short host name and the first token of the kernel's boot id (so two containers with the
 /// same host name on different machines differ).
 pub fn this_host_hash() -> u64 {
-    host_identity_hash(std::env::var("NCCL_HOSTID").ok().as_deref())
+    host_identity_hash(crate::environment::HOSTID.get().as_deref())
 }
 
 /// [`this_host_hash`] for a given `NCCL_HOSTID` value (`None`: unset).

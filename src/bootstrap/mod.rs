@@ -14,6 +14,7 @@ pub mod peer_text;
 pub mod split;
 pub mod tcp;
 
+use crate::environment;
 use crate::error::{Error, Result};
 use launch::Launch;
 
@@ -131,8 +132,8 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
 pub fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
     split::color(
         world_rank,
-        env("NCCL_TESTS_SPLIT_MASK").as_deref(),
-        env("NCCL_TESTS_SPLIT").as_deref(),
+        env(environment::TESTS_SPLIT_MASK.name).as_deref(),
+        env(environment::TESTS_SPLIT.name).as_deref(),
     )
     .map_err(Error::Usage)
 }

@@ -13,6 +13,10 @@ impl Collective for AllGather {
         "all_gather"
     }
 
+    fn operation(&self) -> &'static str {
+        "AllGather"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let b = round16_per_rank(count, nranks, ts);
         Counts {

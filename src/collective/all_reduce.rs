@@ -11,6 +11,10 @@ impl Collective for AllReduce {
         "all_reduce"
     }
 
+    fn operation(&self) -> &'static str {
+        "AllReduce"
+    }
+
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
     }

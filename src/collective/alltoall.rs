@@ -15,6 +15,10 @@ impl Collective for AllToAll {
         "alltoall"
     }
 
+    fn operation(&self) -> &'static str {
+        "AlltoAll"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let p = round16_per_rank(count, nranks, ts);
         Counts {

@@ -21,17 +21,18 @@ use super::step::grouped;
 use super::{
     Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, block_seed, round16_per_rank,
 };
+use crate::environment;
 use crate::error::{Error, Result};
 use crate::options::Options;
 
 /// Spread of generated traffic between uniform (0) and distance-weighted (1).
-pub const SPREAD_ENV: &str = "NCCL_TESTS_ALLTOALLV_SPREAD";
+const SPREAD_ENV: &str = environment::ALLTOALLV_SPREAD.name;
 /// Path of a traffic matrix file.
-pub const MATRIX_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
+const MATRIX_ENV: &str = environment::ALLTOALLV_MATRIX_FILE.name;
 /// Factor applied to every matrix value.
-pub const SCALE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE";
+const SCALE_ENV: &str = environment::ALLTOALLV_MATRIX_SCALE.name;
 /// Upstream's summary printing (not supported here).
-pub const SUMMARY_ENV: &str = "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY";
+const SUMMARY_ENV: &str = environment::ALLTOALLV_PRINT_SUMMARY.name;
 
 /// Where per-pair byte counts come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,6 +236,10 @@ impl AllToAllV {
 impl Collective for AllToAllV {
     fn name(&self) -> &'static str {
         "alltoallv"
+    }
+
+    fn operation(&self) -> &'static str {
+        "AlltoAllv"
     }
 
     /// `send`/`recv` are the largest per-rank totals; each rank's own totals stay in `self`.

@@ -11,6 +11,10 @@ impl Collective for Broadcast {
         "broadcast"
     }
 
+    fn operation(&self) -> &'static str {
+        "Broadcast"
+    }
+
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
     }

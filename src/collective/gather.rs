@@ -14,6 +14,10 @@ impl Collective for Gather {
         "gather"
     }
 
+    fn operation(&self) -> &'static str {
+        "Gather"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let c = round16_per_rank(count, nranks, ts);
         Counts {

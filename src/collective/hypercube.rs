@@ -28,6 +28,10 @@ impl Collective for Hypercube {
         "hypercube"
     }
 
+    fn operation(&self) -> &'static str {
+        "hypercube exchange"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let b = round16_per_rank(count, nranks, ts);
         Counts {

@@ -39,6 +39,25 @@ use crate::error::Result;
 use crate::gpu::driver::CUdeviceptr;
 use crate::types::RedOp;
 
+/// Every benchmark of the suite, in nccl-tests' order (alltoallv with its default, generated
+/// traffic): the one list of benchmarks that documentation, completions and tests use. Each is
+/// the binary `<name>_perf` (`src/bin/`).
+pub fn all() -> Vec<Box<dyn Collective>> {
+    vec![
+        Box::new(AllReduce),
+        Box::new(AllGather),
+        Box::new(Broadcast),
+        Box::new(Reduce),
+        Box::new(ReduceScatter),
+        Box::new(AllToAll),
+        Box::new(AllToAllV::generated(1.0)),
+        Box::new(Scatter),
+        Box::new(Gather),
+        Box::new(SendRecv),
+        Box::new(Hypercube),
+    ]
+}
+
 /// Per-rank element counts derived from one sweep size (spec §1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -281,6 +300,8 @@ impl Call {
 pub trait Collective: Sync {
     /// Binary name without `_perf`, e.g. `all_reduce`.
     fn name(&self) -> &'static str;
+    /// The NCCL operation it times, as documentation names it, e.g. `AllReduce`.
+    fn operation(&self) -> &'static str;
     /// Per-rank counts for `count` elements of `ts` bytes on `nranks` ranks.
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts;
     /// (bytes that define algbw, busbw factor).

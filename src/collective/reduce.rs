@@ -11,6 +11,10 @@ impl Collective for Reduce {
         "reduce"
     }
 
+    fn operation(&self) -> &'static str {
+        "Reduce"
+    }
+
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
     }

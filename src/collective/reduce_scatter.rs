@@ -13,6 +13,10 @@ impl Collective for ReduceScatter {
         "reduce_scatter"
     }
 
+    fn operation(&self) -> &'static str {
+        "ReduceScatter"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let b = round16_per_rank(count, nranks, ts);
         Counts {

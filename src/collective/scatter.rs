@@ -14,6 +14,10 @@ impl Collective for Scatter {
         "scatter"
     }
 
+    fn operation(&self) -> &'static str {
+        "Scatter"
+    }
+
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
         let c = round16_per_rank(count, nranks, ts);
         Counts {

@@ -14,6 +14,10 @@ impl Collective for SendRecv {
         "sendrecv"
     }
 
+    fn operation(&self) -> &'static str {
+        "SendRecv"
+    }
+
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
     }

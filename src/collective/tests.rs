@@ -15,22 +15,6 @@ fn round16() {
     assert_eq!(round16_per_rank(17, 1, 2), 16);
 }
 
-fn eleven() -> Vec<Box<dyn Collective>> {
-    vec![
-        Box::new(AllReduce),
-        Box::new(AllGather),
-        Box::new(Broadcast),
-        Box::new(ReduceScatter),
-        Box::new(Reduce),
-        Box::new(AllToAll),
-        Box::new(AllToAllV::generated(1.0)),
-        Box::new(Scatter),
-        Box::new(Gather),
-        Box::new(SendRecv),
-        Box::new(Hypercube),
-    ]
-}
-
 /// Spec §1.2's table, written out: (paramcount, sendcount, recvcount, send in-place offset,
 /// recv in-place offset, algbw bytes, busbw factor). alltoallv's totals are checked in its own
 /// tests; here only its param, offsets and bandwidth rule.
@@ -56,7 +40,7 @@ fn spec_row(name: &str, count: usize, n: usize, ts: usize) -> Option<Row> {
 
 #[test]
 fn counts_follow_the_spec_table() {
-    for coll in eleven() {
+    for coll in all() {
         let name = coll.name();
         for n in [1usize, 2, 3, 8, 72] {
             for ts in [1usize, 2, 4, 8] {
@@ -100,7 +84,7 @@ fn counts_follow_the_spec_table() {
 
 #[test]
 fn op_columns() {
-    let cols: Vec<(&str, &str)> = eleven()
+    let cols: Vec<(&str, &str)> = all()
         .iter()
         .map(|c| (c.name(), c.op_column().label(RedOp::Max)))
         .collect();
@@ -110,8 +94,8 @@ fn op_columns() {
             ("all_reduce", "max"),
             ("all_gather", "none"),
             ("broadcast", "none"),
-            ("reduce_scatter", "max"),
             ("reduce", "max"),
+            ("reduce_scatter", "max"),
             ("alltoall", "none"),
             ("alltoallv", "none"),
             ("scatter", "none"),
@@ -120,13 +104,13 @@ fn op_columns() {
             ("hypercube", ""),
         ]
     );
-    let rooted: Vec<&str> = eleven()
+    let rooted: Vec<&str> = all()
         .iter()
         .filter(|c| c.rooted())
         .map(|c| c.name())
         .collect();
     assert_eq!(rooted, vec!["broadcast", "reduce", "scatter", "gather"]);
-    let na: Vec<&str> = eleven()
+    let na: Vec<&str> = all()
         .iter()
         .filter(|c| !c.reports_in_place_errors())
         .map(|c| c.name())
@@ -141,7 +125,7 @@ fn binding_resolves_every_planned_step() {
     use super::step::{Bound, Io, bind};
     use crate::gpu::op::open_after_failure;
     let (send, recv) = (0x7f00_0000_0000usize, 0x7f80_0000_0000usize);
-    for coll in eleven() {
+    for coll in all() {
         for n in [1usize, 2, 4, 8] {
             for native in [Natives::NONE, Natives::ALL] {
                 for ts in [1usize, 4, 8] {
@@ -289,6 +273,9 @@ fn binding_resolves_every_planned_step() {
     impl Collective for Native {
         fn name(&self) -> &'static str {
             "native"
+        }
+        fn operation(&self) -> &'static str {
+            "a native collective"
         }
         fn counts(&self, count: usize, _: usize, _: usize) -> Counts {
             Counts::whole(count)

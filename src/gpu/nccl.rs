@@ -20,7 +20,7 @@ pub use cudarc::nccl::sys::ncclComm_t as Comm;
 pub use cudarc::nccl::sys::ncclUniqueId as UniqueId;
 
 /// Environment variable naming an explicit libnccl path.
-pub const LIB_ENV: &str = "NCCL_PERF_LIBNCCL";
+pub const LIB_ENV: &str = crate::environment::LIBNCCL.name;
 
 /// Library names tried, in order, when no explicit path is given.
 pub const LIB_NAMES: &[&str] = &["libnccl.so.2", "libnccl.so"];

@@ -6,6 +6,7 @@
 use super::placement::{self, GpuRecord, ProcessRecord};
 use crate::bootstrap::{self, Bootstrap};
 use crate::collective::Collective;
+use crate::environment;
 use crate::error::{Result, code};
 use crate::options::Options;
 use std::collections::BTreeSet;
@@ -21,9 +22,9 @@ pub fn run(
     boot: &dyn Bootstrap,
 ) -> Result<u8> {
     let per_process = opts.nthreads * opts.ngpus;
-    let cuda_visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let cuda_visible = environment::CUDA_VISIBLE_DEVICES.get();
     let visible = placement::visible_without_cuda(cuda_visible.as_deref(), gpus_in_proc());
-    let forced = placement::parse_device(std::env::var("NCCL_TESTS_DEVICE").ok().as_deref())?;
+    let forced = placement::parse_device(environment::TESTS_DEVICE.get().as_deref())?;
     let placed = placement::place(boot.local_rank(), per_process, visible, forced);
     let me = ProcessRecord {
         world_rank: boot.world_rank(),

@@ -19,7 +19,7 @@ use crate::gpu::driver::CUdeviceptr;
 use std::sync::OnceLock;
 
 /// The environment variable of the switch.
-pub const ENV: &str = "NCCL_PERF_CORRUPT";
+const ENV: &str = crate::environment::CORRUPT.name;
 
 /// Which element to corrupt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

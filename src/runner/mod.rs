@@ -388,7 +388,7 @@ fn run_with(
     out.print(&table::header(out.info()));
 
     let visible = driver::device_count()?;
-    let forced = placement::parse_device(std::env::var("NCCL_TESTS_DEVICE").ok().as_deref())?;
+    let forced = placement::parse_device(crate::environment::TESTS_DEVICE.get().as_deref())?;
     let devices = placement::place(boot.local_rank(), per_process, Some(visible), forced)
         .and_then(|p| setup::discover(p.base, per_process));
     let me = describe_process(boot, per_process, Some(visible), &devices);
@@ -486,7 +486,7 @@ fn run_with(
     crate::host::trace("all measurements done");
 
     let avg = out.average_busbw();
-    let min_bw_ok = min_bw_verdict(avg, std::env::var("NCCL_TESTS_MIN_BW").ok().as_deref());
+    let min_bw_ok = min_bw_verdict(avg, crate::environment::TESTS_MIN_BW.get().as_deref());
     let summary = Summary {
         oob_errors: oob,
         avg_busbw: avg,

@@ -11,7 +11,7 @@ use super::setup::Gpu;
 use crate::error::Result;
 
 /// The environment variable.
-pub const ENV: &str = "NCCL_PERF_TEST_STALL_MS";
+pub const ENV: &str = crate::environment::TEST_STALL_MS.name;
 
 /// The requested hold in milliseconds, if the variable is set to a positive integer.
 pub fn from_env() -> Option<u64> {

@@ -25,7 +25,7 @@ const TICK: Duration = Duration::from_millis(100);
 const GRACE: Duration = Duration::from_secs(2);
 
 /// Test hook: seconds to stall before the run, as if busy on the GPUs (see [`test_stall`]).
-pub const STALL_ENV: &str = "NCCL_PERF_TEST_STALL_S";
+pub const STALL_ENV: &str = crate::environment::TEST_STALL_S.name;
 
 /// How long the benchmark threads get to stop on their own after a stop signal (they notice it
 /// within milliseconds in every wait and rendezvous) before the watchdog closes the JSON file and

@@ -13,80 +13,95 @@ use clap_complete::{Generator, Shell};
 use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, line_break, roman};
 
-/// The eleven benchmark programs as nccl-tests names them, each with the NCCL operation it times.
-pub const BENCHMARKS: &[(&str, &str)] = &[
-    ("all_reduce_perf", "AllReduce"),
-    ("all_gather_perf", "AllGather"),
-    ("broadcast_perf", "Broadcast"),
-    ("reduce_perf", "Reduce"),
-    ("reduce_scatter_perf", "ReduceScatter"),
-    ("alltoall_perf", "AlltoAll"),
-    ("alltoallv_perf", "AlltoAllv"),
-    ("scatter_perf", "Scatter"),
-    ("gather_perf", "Gather"),
-    ("sendrecv_perf", "SendRecv"),
-    ("hypercube_perf", "hypercube exchange"),
-];
+/// One benchmark program: its name as nccl-tests names it (`all_reduce_perf`), its
+/// collective (`all_reduce`) and the NCCL operation it times (`AllReduce`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Benchmark {
+    /// `<collective>_perf`.
+    pub program: String,
+    /// The collective's name.
+    pub collective: &'static str,
+    /// The operation, as documentation names it.
+    pub operation: &'static str,
+}
 
-/// Environment variables every benchmark reads: (name, meaning).
-const BENCHMARK_ENV: &[(&str, &str)] = &[
-    (
-        "NCCL_TESTS_DEVICE",
-        "First GPU of each process, overriding the placement by local rank.",
-    ),
-    (
-        "NCCL_TESTS_MIN_BW",
-        "Exit 7 when the average bus bandwidth is below 0.9 times this many GB/s.",
-    ),
-    (
-        "NCCL_TESTS_SPLIT, NCCL_TESTS_SPLIT_MASK",
-        "Split the ranks into groups with communicators of their own (\"MOD 8\", \"DIV 8\", 0x7).",
-    ),
-    (
-        "NCCL_PERF_BOOTSTRAP",
-        "How the processes of a job meet: mpi, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's environment, else one process).",
-    ),
-    (
-        "NCCL_PERF_RENDEZVOUS",
-        "host:port of the TCP rendezvous at rank 0, overriding the launcher's address (needed under mpirun without the MPI build).",
-    ),
-    (
-        "NCCL_PERF_RENDEZVOUS_PORT",
-        "Port of the Slurm rendezvous (default: derived from the job and step ids).",
-    ),
-    (
-        "NCCL_PERF_BOOTSTRAP_TIMEOUT",
-        "Seconds any wait for another process may take (default 120).",
-    ),
-    (
-        "NCCL_PERF_LIBNCCL",
-        "Path of the NCCL library to load (default libnccl.so.2, then libnccl.so).",
-    ),
-    (
-        "RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, JOB_COMPLETION_INDEX",
-        "torchrun and Kubernetes (Indexed Job) ranks and rendezvous address.",
-    ),
-    (
-        "SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_NODELIST",
-        "Slurm ranks under srun without --mpi; rank 0 is on the step's first node.",
-    ),
-    (
-        "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, PMIX_RANK, PMI_RANK, PMI_SIZE",
-        "MPI launchers (mpirun, srun --mpi=pmix).",
-    ),
-];
+/// The benchmark programs, from [`crate::collective::all`].
+pub fn benchmarks() -> Vec<Benchmark> {
+    crate::collective::all()
+        .iter()
+        .map(|c| Benchmark {
+            program: format!("{}_perf", c.name()),
+            collective: c.name(),
+            operation: c.operation(),
+        })
+        .collect()
+}
 
-/// Environment variables only `alltoallv_perf` reads.
-const ALLTOALLV_ENV: &[(&str, &str)] = &[
-    (
-        "NCCL_TESTS_ALLTOALLV_SPREAD",
-        "Share of generated traffic, 0 to 1 (default 1).",
-    ),
-    (
-        "NCCL_TESTS_ALLTOALLV_MATRIX_FILE, NCCL_TESTS_ALLTOALLV_MATRIX_SCALE",
-        "A square matrix of byte counts (row = sender) and a factor applied to it.",
-    ),
-];
+/// The ENVIRONMENT entries of the man page of `collective`'s benchmark: our variables for
+/// users, then the launchers'.
+fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
+    use crate::environment::{Audience, LAUNCHERS, VARIABLES};
+    VARIABLES
+        .iter()
+        .filter(|v| v.audience == Audience::User && v.only.is_none_or(|c| c == collective))
+        .map(|v| (v.name.to_string(), v.help))
+        .chain(
+            LAUNCHERS
+                .iter()
+                .map(|(names, help)| (names.join(", "), *help)),
+        )
+        .collect()
+}
+
+/// `docs/options.md`: the benchmarks' options and environment variables as tables, made from
+/// [`crate::cli::OPTIONS`] and [`crate::environment`] (a test keeps the file current).
+pub fn options_markdown() -> String {
+    use crate::cli::{DefaultValue, OPTIONS, Value};
+    use crate::environment::{Audience, LAUNCHERS, VARIABLES};
+    let cell = |s: &str| {
+        s.replace('|', "\\|")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('\n', " ")
+    };
+    let mut md = String::from(
+        "# Options and environment of the benchmarks\n\n\
+         Generated from `src/cli/spec.rs` and `src/environment.rs` (`UPDATE_DOCS=1 cargo test --lib \
+         options_doc` rewrites it); `-h` prints nccl-tests' own text, `nccl-perf man <benchmark>` \
+         the same as a man page.\n\n## Options\n\n\
+         | Option | Value | Default | Meaning |\n| --- | --- | --- | --- |\n",
+    );
+    for o in OPTIONS {
+        let flags = match o.short {
+            Some(c) => format!("`-{c}`, `--{}`", o.long),
+            None => format!("`--{}`", o.long),
+        };
+        let default = match (o.value, o.default) {
+            (Value::Flag, _) => String::new(),
+            (_, DefaultValue::Value(v)) => format!("`{v}`"),
+            (_, DefaultValue::Unset(what)) => what.to_string(),
+        };
+        md += &format!(
+            "| {flags} | {} | {} | {} |\n",
+            o.value.describe(),
+            cell(&default),
+            cell(o.help)
+        );
+    }
+    md += "\n## Environment\n\n| Variable | Read by | Meaning |\n| --- | --- | --- |\n";
+    for v in VARIABLES.iter().filter(|v| v.audience == Audience::User) {
+        let by = v
+            .only
+            .map_or("every benchmark".to_string(), |c| format!("`{c}_perf`"));
+        md += &format!("| `{}` | {by} | {} |\n", v.name, cell(v.help));
+    }
+    md += "\nThe launchers' variables the bootstrap reads:\n\n| Variables | Meaning |\n| --- | --- |\n";
+    for (names, help) in LAUNCHERS {
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        md += &format!("| {} | {} |\n", names.join(", "), cell(help));
+    }
+    md
+}
 
 /// The exit codes of the benchmarks, as nccl-tests documents them.
 const BENCHMARK_EXIT: &str = "0 success (and -h), 1 internal error, 2 CUDA failure, 3 NCCL failure, \
@@ -156,8 +171,13 @@ enum Program {
     Tool,
     /// `nccl-perf <subcommand>` (man pages only).
     ToolSubcommand(String),
-    /// A benchmark installed as `name` (`all_reduce_perf`, `all_reduce_perf_mpi`), timing `op`.
-    Benchmark { name: String, op: &'static str },
+    /// A benchmark installed as `name` (`all_reduce_perf`, `all_reduce_perf_mpi`).
+    Benchmark {
+        /// The installed name.
+        name: String,
+        /// Which benchmark.
+        bench: Benchmark,
+    },
 }
 
 /// Resolves a program name: `nccl-perf`, `nccl-perf-<subcommand>`, or a benchmark name with
@@ -173,17 +193,18 @@ fn program(name: &str) -> Result<Program, String> {
     {
         return Ok(Program::ToolSubcommand(sub.to_string()));
     }
-    BENCHMARKS
-        .iter()
-        .find(|(bench, _)| name.starts_with(bench))
-        .map(|(_, op)| Program::Benchmark {
+    let all = benchmarks();
+    let names: Vec<String> = all.iter().map(|b| b.program.clone()).collect();
+    all.into_iter()
+        .find(|b| name.starts_with(&b.program))
+        .map(|bench| Program::Benchmark {
             name: name.to_string(),
-            op,
+            bench,
         })
         .ok_or_else(|| {
             format!(
                 "unknown program '{name}': use nccl-perf, nccl-perf-<subcommand> or a benchmark name ({}), optionally with a suffix such as _mpi",
-                BENCHMARKS.iter().map(|(b, _)| *b).collect::<Vec<_>>().join(", ")
+                names.join(", ")
             )
         })
 }
@@ -191,9 +212,9 @@ fn program(name: &str) -> Result<Program, String> {
 /// The default programs: `nccl-perf`, then the eleven benchmarks with `suffix`.
 fn default_programs(suffix: &str) -> Vec<Program> {
     std::iter::once(Program::Tool)
-        .chain(BENCHMARKS.iter().map(|(b, op)| Program::Benchmark {
-            name: format!("{b}{suffix}"),
-            op,
+        .chain(benchmarks().into_iter().map(|bench| Program::Benchmark {
+            name: format!("{}{suffix}", bench.program),
+            bench,
         }))
         .collect()
 }
@@ -229,7 +250,9 @@ pub fn run_completions(m: &ArgMatches) -> Result<u8, String> {
     for p in &programs {
         let (name, mut cmd) = match p {
             Program::Tool => ("nccl-perf".to_string(), super::command()),
-            Program::Benchmark { name, op } => (name.clone(), benchmark_command(name, op)),
+            Program::Benchmark { name, bench } => {
+                (name.clone(), benchmark_command(name, bench.operation))
+            }
             Program::ToolSubcommand(sub) => {
                 return Err(format!(
                     "no completions of their own for subcommands: nccl-perf's cover 'nccl-perf {sub}'"
@@ -311,12 +334,10 @@ fn man_page(p: &Program) -> Result<(String, Vec<u8>), String> {
             )?;
             Ok((name, text))
         }
-        Program::Benchmark { name, op } => {
-            let cmd = benchmark_command(name, op);
-            let mut env: Vec<(&str, &str)> = BENCHMARK_ENV.to_vec();
-            if name.starts_with("alltoallv_perf") {
-                env.extend_from_slice(ALLTOALLV_ENV);
-            }
+        Program::Benchmark { name, bench } => {
+            let cmd = benchmark_command(name, bench.operation);
+            let entries = environment_entries(bench.collective);
+            let env: Vec<(&str, &str)> = entries.iter().map(|(n, h)| (n.as_str(), *h)).collect();
             let text = render_page(
                 &cmd,
                 &[
@@ -430,6 +451,21 @@ fn emit(bytes: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// `docs/options.md` is what [`options_markdown`] makes; `UPDATE_DOCS=1` rewrites it.
+    #[test]
+    fn options_doc_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/options.md");
+        let want = options_markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).expect("write docs/options.md");
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/options.md is out of date: UPDATE_DOCS=1 cargo test --lib options_doc rewrites it"
+        );
+    }
+
     #[test]
     fn program_names_resolve_with_suffixes() {
         assert_eq!(program("nccl-perf"), Ok(Program::Tool));
@@ -437,20 +473,19 @@ mod tests {
             program("nccl-perf-compare"),
             Ok(Program::ToolSubcommand("compare".into()))
         );
+        let op = |name: &str| match program(name) {
+            Ok(Program::Benchmark { name, bench }) => Some((name, bench.operation)),
+            _ => None,
+        };
         assert_eq!(
-            program("reduce_scatter_perf_mpi"),
-            Ok(Program::Benchmark {
-                name: "reduce_scatter_perf_mpi".into(),
-                op: "ReduceScatter"
-            })
+            op("reduce_scatter_perf_mpi"),
+            Some(("reduce_scatter_perf_mpi".into(), "ReduceScatter"))
         );
         assert_eq!(
-            program("alltoallv_perf"),
-            Ok(Program::Benchmark {
-                name: "alltoallv_perf".into(),
-                op: "AlltoAllv"
-            })
+            op("alltoallv_perf"),
+            Some(("alltoallv_perf".into(), "AlltoAllv"))
         );
+        assert_eq!(op("reduce_perf"), Some(("reduce_perf".into(), "Reduce")));
         let e = program("all_reduce").unwrap_err();
         assert!(e.contains("all_reduce_perf"), "{e}");
         assert!(program("nccl-perf-bogus").is_err());
