@@ -86,7 +86,7 @@ pub enum Error {
     /// SIGINT or SIGTERM arrived; the communicators were aborted.
     #[error(
         "interrupted by {}{during}; communicators aborted",
-        crate::runner::interrupt::signal_name(*signal)
+        signal_name(*signal)
     )]
     Interrupted {
         /// The signal number.
@@ -224,6 +224,15 @@ impl Error {
     }
 }
 
+/// `SIGINT`, `SIGTERM`, or `signal N`, for messages.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
 /// The result type of fallible run steps.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -310,6 +319,13 @@ mod tests {
             i.render("n1"),
             "n1: interrupted by SIGINT while running float sum 8 B (in-place); communicators aborted"
         );
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(libc::SIGINT), "SIGINT");
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert_eq!(signal_name(9), "signal 9");
     }
 
     #[test]

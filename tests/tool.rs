@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use nccl_perf::report::json::of_run::document;
 use nccl_perf::report::json::read::read_documents;
 use nccl_perf::report::parse::{ParseOptions, parse_log};
 use nccl_perf::report::run::Run;
@@ -67,7 +68,8 @@ fn every_reference_file_round_trips_through_json() {
         let text = read(path);
         if name.ends_with(".json") {
             let runs = read_documents(&text, &name).unwrap_or_else(|e| panic!("{e}"));
-            let again = read_documents(&runs[0].to_json(), &name).unwrap_or_else(|e| panic!("{e}"));
+            let again =
+                read_documents(&document(&runs[0]), &name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(again, runs, "{name}: JSON → model → JSON → model");
             continue;
         }
@@ -86,7 +88,7 @@ fn every_reference_file_round_trips_through_json() {
         };
         let mut covered = vec![false; lines.len()];
         for run in &runs {
-            let back = read_documents(&run.to_json(), &name).unwrap_or_else(|e| panic!("{e}"));
+            let back = read_documents(&document(run), &name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(back.len(), 1);
             let printed = back[0].to_text();
             let first = run.source.first_line - 1;

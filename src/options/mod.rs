@@ -66,7 +66,7 @@ pub struct Options {
     /// `-S 1`: timestamp column.
     pub report_timestamps: bool,
     /// `-J`: JSON output path.
-    pub output_file: Option<PathBuf>,
+    pub output_file: Option<OutputFile>,
     /// `-a`: how the ranks' times become the one reported.
     pub average: Average,
     /// `-R`: buffer registration, as requested (the loaded NCCL may allow less).
@@ -452,21 +452,60 @@ fn check_gpus_per_process(o: &Options) -> Result<(), OptionsError> {
     Ok(())
 }
 
+/// `-J`: the file the results also go to, and its format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFile {
+    /// The path as given (numbered alternatives are tried when it exists).
+    pub path: PathBuf,
+    /// Its format, from the name.
+    pub format: OutputFormat,
+}
+
+/// The format of the `-J` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// A name ending in `.json` (any case): upstream's JSON document.
+    Json,
+    /// A name ending in `.csv` (any case): one record per row.
+    Csv,
+}
+
+impl OutputFormat {
+    /// The format a file name asks for, if any.
+    pub fn of(name: &str) -> Option<OutputFormat> {
+        let ends = |suffix: &str| {
+            name.len() >= suffix.len()
+                && name.as_bytes()[name.len() - suffix.len()..]
+                    .eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        if ends(".json") {
+            Some(OutputFormat::Json)
+        } else if ends(".csv") {
+            Some(OutputFormat::Csv)
+        } else {
+            None
+        }
+    }
+}
+
 /// `-J`: a file name ending in `.json` or `.csv` (any case). nccl-tests silently writes nothing
 /// for other names; a run whose results would silently go nowhere is an error here.
-fn output_file(s: &str) -> Result<PathBuf, OptionsError> {
+fn output_file(s: &str) -> Result<OutputFile, OptionsError> {
     if s.is_empty() {
         return Err(OptionsError::Invalid(
             "-J (--output_file) needs a file name ending in .json or .csv".into(),
         ));
     }
-    if !crate::report::json::wants_json(s) && !crate::report::csv::wants_csv(s) {
-        return Err(OptionsError::Invalid(format!(
+    let format = OutputFormat::of(s).ok_or_else(|| {
+        OptionsError::Invalid(format!(
             "-J (--output_file) '{s}': only .json and .csv output are supported; name the file \
              <name>.json or <name>.csv"
-        )));
-    }
-    Ok(PathBuf::from(s))
+        ))
+    })?;
+    Ok(OutputFile {
+        path: PathBuf::from(s),
+        format,
+    })
 }
 
 /// Rejects size sweeps that are inverted or would never end.
@@ -695,8 +734,21 @@ mod tests {
         assert!(invalid(&["-J", "json"]));
         assert_eq!(
             parse(&["-J", "r.JSON"]).unwrap().options.output_file,
-            Some(PathBuf::from("r.JSON"))
+            Some(OutputFile {
+                path: PathBuf::from("r.JSON"),
+                format: OutputFormat::Json
+            })
         );
+        assert_eq!(OutputFormat::of("out.CSV"), Some(OutputFormat::Csv));
+        assert_eq!(OutputFormat::of("out.json"), Some(OutputFormat::Json));
+        assert_eq!(OutputFormat::of("csv"), None);
+        assert_eq!(OutputFormat::of("é.json"), Some(OutputFormat::Json));
+        assert_eq!(
+            OutputFormat::of("/tmp/RESULTS.JSON"),
+            Some(OutputFormat::Json)
+        );
+        assert_eq!(OutputFormat::of("out.json5"), None);
+        assert_eq!(OutputFormat::of("é"), None);
         assert!(parse(&["-J", "/tmp/r.csv"]).is_ok());
         let unsupported = |args: &[&str]| matches!(parse(args), Err(OptionsError::Unsupported(_)));
         assert!(unsupported(&["-g", "2000000"]));

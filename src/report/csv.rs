@@ -17,12 +17,6 @@ use std::path::Path;
 
 use super::{HalfResult, RowResult, RunInfo};
 
-/// True when `-J path` asks for CSV: the name ends in `.csv`, case-insensitive.
-pub fn wants_csv(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    bytes.len() >= 4 && bytes[bytes.len() - 4..].eq_ignore_ascii_case(b".csv")
-}
-
 /// `# Writing CSV output to <path>`, printed before the report header once the file is open.
 pub fn writing_line(path: &Path) -> String {
     format!("# Writing CSV output to {}\n", path.display())
@@ -210,8 +204,5 @@ mod tests {
     fn quoting_and_suffix() {
         assert_eq!(text("a,b"), "\"a,b\"");
         assert_eq!(text("say \"x\""), "\"say \"\"x\"\"\"");
-        assert!(wants_csv("out.CSV"));
-        assert!(!wants_csv("out.json"));
-        assert!(!wants_csv("csv"));
     }
 }

@@ -195,6 +195,11 @@ pub fn ranks(run: &Run) -> Option<usize> {
     }
 }
 
+/// Why `run`'s numbers cannot be trusted, one line each (empty for a sound run).
+pub fn problem_lines(run: &Run) -> Vec<String> {
+    problems(run).iter().map(ToString::to_string).collect()
+}
+
 /// The problems of `run` as lines for stderr: `file:line: program: problem`.
 pub fn describe(run: &Run) -> Vec<String> {
     problems(run)

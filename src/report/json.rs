@@ -19,6 +19,7 @@
 //!   failure) instead of being streamed while the run goes on.
 
 mod env;
+pub mod of_run;
 pub mod read;
 mod schema;
 
@@ -38,13 +39,6 @@ pub const SCHEMA_VERSION: u32 = 3;
 
 /// How many numbered alternatives (`file.json.0`, `file.json.1`, …) [`open_exclusive`] tries.
 const MAX_ALTERNATIVES: u32 = 10_000;
-
-/// True when `-J path` asks for JSON output: the name ends in `.json`, case-insensitive. Other
-/// names are silently ignored, as upstream does.
-pub fn wants_json(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    bytes.len() >= 5 && bytes[bytes.len() - 5..].eq_ignore_ascii_case(b".json")
-}
 
 /// Creates `path` exclusively (it must not exist yet); if it exists, tries `path.0`, `path.1`, …
 /// Returns the open file and the path actually created. Any error other than "already exists"

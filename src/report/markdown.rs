@@ -54,7 +54,7 @@ pub fn render(run: &Run) -> String {
     } else {
         out += "\nThe test stopped before its footer.\n";
     }
-    let problems = run.problems();
+    let problems = super::health::problem_lines(run);
     if !problems.is_empty() {
         out += "\n**Not to be trusted:**\n\n";
         for p in problems {

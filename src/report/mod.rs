@@ -11,6 +11,7 @@ pub mod health;
 pub mod json;
 pub mod markdown;
 pub mod parse;
+pub mod read;
 pub mod run;
 pub mod table;
 

@@ -2,13 +2,12 @@
 //! sees it, whether it was read from a text log ([`super::parse`]) or from a `-J` JSON file
 //! ([`super::json::read`]): the report model plus what the text showed around it.
 //!
-//! [`Run::to_text`] prints it back with [`super::table`], [`Run::to_json`] writes upstream's
-//! schema with [`super::json::JsonReport`] (plus the `nccl_perf_log` object when the run came
-//! from a log).
+//! [`Run::to_text`] prints it back with [`super::table`]; `json::of_run` writes upstream's
+//! schema (plus the `nccl_perf_log` object when the run came from a log), `health` judges it,
+//! and `read` reads runs from files.
 
 use std::fmt;
 
-use super::json::{Device, ExtraLine, JsonReport, LogJson};
 use super::{DeviceInfo, RowResult, RunInfo, Step, Summary, table};
 
 /// Where a run was read from.
@@ -140,68 +139,6 @@ impl Run {
             .map(|(_, l)| format!("{l}\n"))
             .collect()
     }
-
-    /// Upstream's JSON document (schema 3, one line) for this run. A run read from a log also
-    /// gets the `nccl_perf_log` object that keeps what the schema cannot hold, and a broken run
-    /// the `nccl_perf_problems` array.
-    pub fn to_json(&self) -> String {
-        let mut report = JsonReport::new(
-            &self.info,
-            &self.devices,
-            self.nccl_version,
-            self.start_time.clone(),
-            self.args.clone(),
-            self.env.clone(),
-        );
-        for r in &self.rows {
-            report.add_row(r);
-        }
-        if !self.source.file.is_empty() && self.source.first_line > 0 {
-            report.set_log(self.log_json());
-        }
-        report.set_problems(self.problems());
-        match &self.summary {
-            Some(s) => report.render(s, &self.end_time),
-            None => report.render_aborted(),
-        }
-    }
-
-    /// Why this run's numbers cannot be trusted, one line each (empty for a sound run).
-    pub fn problems(&self) -> Vec<String> {
-        super::health::problems(self)
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
-    fn log_json(&self) -> LogJson {
-        LogJson {
-            source: self.source.file.clone(),
-            first_line: self.source.first_line,
-            last_line: self.source.last_line,
-            version_line: self.text.version_line.clone(),
-            devices: self.devices.iter().map(Device::from).collect(),
-            timestamps: self
-                .rows
-                .iter()
-                .filter_map(|r| r.timestamp.clone())
-                .collect(),
-            memory_clamp: self.text.memory_clamp,
-            memory_report: self.summary.as_ref().and_then(|s| s.memory_report.clone()),
-            table_header: self.text.table_header,
-            no_header: self.text.no_header,
-            error_column: self.text.error_column,
-            extra_lines: self
-                .text
-                .extra_lines
-                .iter()
-                .map(|(after_rows, text)| ExtraLine {
-                    after_rows: *after_rows,
-                    text: text.clone(),
-                })
-                .collect(),
-        }
-    }
 }
 
 /// A command line equivalent to a header's parameters (what a log shows of the command):
@@ -284,31 +221,3 @@ impl fmt::Display for ReadError {
 }
 
 impl std::error::Error for ReadError {}
-
-/// Reads every run of a file's contents: a JSON document (or several, one after the other) when
-/// the text starts with `{`, a text log otherwise.
-pub fn read_runs(
-    text: &str,
-    file: &str,
-    options: &super::parse::ParseOptions,
-) -> Result<Vec<Run>, ReadError> {
-    if text.trim_start().starts_with('{') {
-        super::json::read::read_documents(text, file)
-    } else {
-        super::parse::parse_log(text, file, options)
-    }
-}
-
-/// [`read_runs`] of a file on disk (`-` reads standard input). Bytes that are not UTF-8 are
-/// replaced, so a binary file is reported as "no nccl-tests output", not as an I/O error.
-pub fn read_file(path: &str, options: &super::parse::ParseOptions) -> Result<Vec<Run>, ReadError> {
-    let bytes = if path == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .map_err(|e| ReadError::whole(path, format!("cannot read standard input: {e}")))?;
-        buf
-    } else {
-        std::fs::read(path).map_err(|e| ReadError::whole(path, format!("cannot read: {e}")))?
-    };
-    read_runs(&String::from_utf8_lossy(&bytes), path, options)
-}

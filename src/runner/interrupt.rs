@@ -12,7 +12,7 @@
 //! the watchdog exits [`GRACE`] after the first one if the run has not ended by then (a call into
 //! NCCL or a peer process that never returns).
 
-use crate::error::Error;
+use crate::error::{Error, signal_name};
 use std::sync::Once;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -140,29 +140,8 @@ pub fn check() -> crate::error::Result<()> {
     }
 }
 
-/// `SIGINT`, `SIGTERM`, or `signal N`.
-pub fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        n => format!("signal {n}"),
-    }
-}
-
 /// Forgets a received signal. For tests that raise one and go on in the same process.
 #[doc(hidden)]
 pub fn clear() {
     SIGNAL.store(0, Ordering::SeqCst);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signal_names() {
-        assert_eq!(signal_name(libc::SIGINT), "SIGINT");
-        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
-        assert_eq!(signal_name(9), "signal 9");
-    }
 }

@@ -170,22 +170,19 @@ fn start(
     boot: &dyn Bootstrap,
     args: Vec<String>,
 ) -> Result<u8> {
-    let path = opts
-        .output_file
-        .as_deref()
-        .filter(|_| boot.world_rank() == 0);
+    let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
     if opts.dry_run {
-        if let Some(p) = path {
-            output::check_target(p)?;
+        if let Some(o) = output {
+            output::check_target(&o.path)?;
         }
         return watch::guard(boot, None, || {
             watch::test_stall(boot, program);
             dry_run::run(opts, coll, program, boot)
         });
     }
-    let target = match path {
-        Some(p) => {
-            let (target, line) = output::create_target(p, &run_info(opts, program), args)?;
+    let target = match output {
+        Some(o) => {
+            let (target, line) = output::create_target(o, &run_info(opts, program), args)?;
             print!("{line}");
             Some(target)
         }

@@ -9,6 +9,7 @@
 //! signal rewrites it with the rows completed (see `watch.rs`).
 
 use crate::error::{Error, Result};
+use crate::options::{OutputFile, OutputFormat};
 use crate::report::json::{self, JsonReport};
 use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, csv, format, table};
 use std::fs::File;
@@ -27,9 +28,14 @@ pub enum Target {
 /// Creates the `-J` file (never overwriting: `file.json.0`, `.1`, … if it exists), writes its
 /// first content (the JSON document so far, or the CSV header) and returns it with the
 /// `# Writing ... output to <path>` line. A file that cannot be created is an argument error.
-pub fn create_target(path: &Path, info: &RunInfo, args: Vec<String>) -> Result<(Target, String)> {
+pub fn create_target(
+    output: &OutputFile,
+    info: &RunInfo,
+    args: Vec<String>,
+) -> Result<(Target, String)> {
+    let path = &output.path;
     let (mut file, actual) = json::open_exclusive(path).map_err(|e| cannot_write(path, &e))?;
-    if csv::wants_csv(&path.to_string_lossy()) {
+    if output.format == OutputFormat::Csv {
         let header = csv::header(csv::Columns::of(info));
         file.write_all(header.as_bytes())
             .and_then(|_| file.flush())
@@ -243,6 +249,13 @@ mod tests {
         d
     }
 
+    fn out(p: &Path) -> OutputFile {
+        OutputFile {
+            path: p.to_path_buf(),
+            format: OutputFormat::of(&p.to_string_lossy()).unwrap_or(OutputFormat::Json),
+        }
+    }
+
     fn info() -> RunInfo {
         crate::runner::run_info(&Options::default(), "all_reduce_perf")
     }
@@ -277,7 +290,8 @@ mod tests {
     fn the_json_file_is_well_formed_at_every_stage() {
         let d = dir("stages");
         let p = d.join("r.json");
-        let (target, line) = create_target(&p, &info(), vec!["all_reduce_perf".into()]).unwrap();
+        let (target, line) =
+            create_target(&out(&p), &info(), vec!["all_reduce_perf".into()]).unwrap();
         assert_eq!(line, format!("# Writing JSON output to {}\n", p.display()));
         // Created before any GPU work: already a complete document, without devices.
         let v = parsed(&p);
@@ -322,7 +336,7 @@ mod tests {
         let p = d.join("r.json");
         // An existing file is never overwritten.
         std::fs::write(&p, "keep").unwrap();
-        let (target, line) = create_target(&p, &info(), vec![]).unwrap();
+        let (target, line) = create_target(&out(&p), &info(), vec![]).unwrap();
         assert!(line.ends_with("r.json.0\n"), "{line}");
         let mut out = Output::new(info(), false, Some(target));
         out.row(&row());
@@ -344,7 +358,7 @@ mod tests {
     fn csv_gets_its_header_at_creation() {
         let d = dir("csv");
         let p = d.join("r.csv");
-        let (target, line) = create_target(&p, &info(), vec![]).unwrap();
+        let (target, line) = create_target(&out(&p), &info(), vec![]).unwrap();
         assert!(matches!(target, Target::Csv(_)));
         assert!(line.starts_with("# Writing CSV output to "));
         let text = std::fs::read_to_string(&p).unwrap();
@@ -355,7 +369,7 @@ mod tests {
     #[test]
     fn unwritable_paths_are_argument_errors() {
         let p = Path::new("/nonexistent/dir/x.json");
-        let e = create_target(p, &info(), vec![]).err().unwrap();
+        let e = create_target(&out(p), &info(), vec![]).err().unwrap();
         assert_eq!(e.exit_code(), 255);
         let msg = e.to_string();
         assert!(

@@ -93,7 +93,7 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
         Stop::Signal(sig) => (
             format!(
                 "{host}: stopped by signal {sig} ({}); the run is incomplete{}",
-                super::interrupt::signal_name(sig),
+                crate::error::signal_name(sig),
                 if sig == libc::SIGTERM {
                     " (a launcher sends SIGTERM when another process of the job failed)"
                 } else {

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{Half, Metric};
+use super::metric::{Half, Metric};
 use crate::report::RowResult;
 use crate::report::format::c_g;
 use crate::report::health::{self, Check};

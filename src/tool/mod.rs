@@ -10,9 +10,11 @@
 
 mod compare;
 pub mod docs;
+mod metric;
 mod plot;
 
 pub use compare::{CompareOptions, Outcome, Verdict, compare};
+pub use metric::{Half, Metric};
 pub use plot::{PlotOptions, plot};
 
 use std::io::Write;
@@ -22,8 +24,9 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use crate::report::health::{self, Check};
 use crate::report::parse::ParseOptions;
-use crate::report::run::{Run, read_file};
-use crate::report::{HalfResult, csv, markdown};
+use crate::report::read::read_file;
+use crate::report::run::Run;
+use crate::report::{csv, markdown};
 
 /// Exit code for a regression found by `compare`.
 pub const EXIT_REGRESSION: u8 = 1;
@@ -34,106 +37,6 @@ pub const EXIT_ERROR: u8 = 2;
 pub const EXIT_BROKEN: u8 = 3;
 /// Exit code for `compare` of runs that measured different things (MISMATCH).
 pub const EXIT_MISMATCH: u8 = 4;
-
-/// The quantity a plot or comparison looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    /// Bus bandwidth, GB/s.
-    Busbw,
-    /// Algorithm bandwidth, GB/s.
-    Algbw,
-    /// Time per operation, µs.
-    Time,
-}
-
-impl Metric {
-    fn parse(s: &str) -> Metric {
-        match s {
-            "algbw" => Metric::Algbw,
-            "time" => Metric::Time,
-            _ => Metric::Busbw,
-        }
-    }
-
-    /// The value of this metric in one half-row.
-    pub fn of(self, h: &HalfResult) -> f64 {
-        match self {
-            Metric::Busbw => h.busbw,
-            Metric::Algbw => h.algbw,
-            Metric::Time => h.time_us,
-        }
-    }
-
-    /// The column name: `busbw`, `algbw`, `time`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Busbw => "busbw",
-            Metric::Algbw => "algbw",
-            Metric::Time => "time",
-        }
-    }
-
-    /// The unit: `GB/s` or `us`.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::Time => "us",
-            _ => "GB/s",
-        }
-    }
-
-    /// A y-axis label with unit.
-    pub fn axis(self) -> &'static str {
-        match self {
-            Metric::Busbw => "Bus bandwidth (GB/s)",
-            Metric::Algbw => "Algorithm bandwidth (GB/s)",
-            Metric::Time => "Time per operation (µs)",
-        }
-    }
-
-    /// A chart title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Metric::Busbw => "Bus bandwidth",
-            Metric::Algbw => "Algorithm bandwidth",
-            Metric::Time => "Time",
-        }
-    }
-
-    /// True for bandwidths, false for time.
-    pub fn higher_is_better(self) -> bool {
-        self != Metric::Time
-    }
-}
-
-/// Which halves of each row to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Half {
-    /// Out-of-place and in-place.
-    Both,
-    /// Out-of-place only.
-    Out,
-    /// In-place only.
-    In,
-}
-
-impl Half {
-    fn parse(s: &str) -> Half {
-        match s {
-            "out" => Half::Out,
-            "in" => Half::In,
-            _ => Half::Both,
-        }
-    }
-
-    /// Whether the in-place (`true`) or out-of-place (`false`) half is included.
-    pub fn includes(self, in_place: bool) -> bool {
-        match self {
-            Half::Both => true,
-            Half::Out => !in_place,
-            Half::In => in_place,
-        }
-    }
-}
 
 fn command() -> Command {
     let files = |name: &'static str, help: &'static str| {
@@ -272,7 +175,10 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
     match name {
         "parse" => {
             let runs = load(&strings("LOG"))?;
-            let text: String = runs.iter().map(|r| r.to_json() + "\n").collect();
+            let text: String = runs
+                .iter()
+                .map(|r| crate::report::json::of_run::document(r) + "\n")
+                .collect();
             emit(m.get_one::<String>("output"), &text)?;
             Ok(tell_problems(&runs))
         }
@@ -354,7 +260,7 @@ pub fn report(runs: &[Run], format: &str) -> String {
             let fields = header.split(',').count();
             let mut out = header.trim_end().to_string() + ",problems\n";
             for run in runs {
-                let problems = csv::field(&run.problems().join("; "));
+                let problems = csv::field(&crate::report::health::problem_lines(run).join("; "));
                 for row in &run.rows {
                     let record = csv::record(&run.info.program, row, columns);
                     out += &format!("{},{problems}\n", record.trim_end());
@@ -371,7 +277,10 @@ pub fn report(runs: &[Run], format: &str) -> String {
             .map(markdown::render)
             .collect::<Vec<_>>()
             .join("\n"),
-        "json" => runs.iter().map(|r| r.to_json() + "\n").collect(),
+        "json" => runs
+            .iter()
+            .map(|r| crate::report::json::of_run::document(r) + "\n")
+            .collect(),
         _ => runs.iter().map(Run::to_text).collect(),
     }
 }

@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Half, Metric};
+use super::metric::{Half, Metric};
 use crate::report::run::Run;
 
 /// What to draw and where.

@@ -99,17 +99,6 @@ fn parse(text: &str) -> Value {
 }
 
 #[test]
-fn wants_json_by_extension() {
-    assert!(wants_json("out.json"));
-    assert!(wants_json("/tmp/RESULTS.JSON"));
-    assert!(wants_json("a.Json"));
-    assert!(!wants_json("out.json5"));
-    assert!(!wants_json("out.csv"));
-    assert!(!wants_json("json"));
-    assert!(!wants_json("é"));
-}
-
-#[test]
 fn open_exclusive_numbers_existing_files() {
     let dir = std::env::temp_dir().join(format!("nccl-perf-json-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
