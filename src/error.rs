@@ -27,7 +27,7 @@ pub mod code {
 }
 
 /// Everything that can end a run early.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A bad command line or environment value.
     #[error("{0}")]
@@ -94,6 +94,14 @@ pub enum Error {
         /// What was running (filled in by the caller), e.g. " while running float sum 1024 B".
         during: String,
     },
+    /// This benchmark thread stopped because another thread of the process failed; that
+    /// failure is the one reported.
+    #[error("stopped: another thread of this process failed")]
+    ThreadStopped,
+    /// A panic (a bug), already reported on stderr by the panic hook; the run ended cleanly
+    /// after it.
+    #[error("internal error (reported above)")]
+    Panicked,
     /// Run-time compilation of the validation kernels failed.
     #[error("{0}")]
     Kernels(String),
@@ -133,7 +141,7 @@ impl Error {
             Error::Cuda { .. } | Error::Kernels(_) => code::CUDA,
             Error::Nccl { .. } => code::NCCL,
             Error::Timeout { .. } => code::TIMEOUT,
-            Error::Internal(_) => code::INTERNAL,
+            Error::Internal(_) | Error::ThreadStopped | Error::Panicked => code::INTERNAL,
             Error::Launch(_) => code::INVALID_USAGE,
             Error::Bootstrap {
                 timed_out: true, ..
@@ -174,6 +182,31 @@ impl Error {
             }
             Error::AfterLostPeer { failure, .. } => failure.render(host),
             _ => self.to_string(),
+        }
+    }
+
+    /// Prints the failure the way nccl-tests does: CUDA/NCCL failure lines and the too-few-GPUs
+    /// text on stdout followed by the ` .. <host> pid <pid>: Test failure` trace line; anything
+    /// else as one line on stderr (and the lost process a failure followed). A panic was
+    /// reported by the panic hook already.
+    pub fn report(&self) {
+        if matches!(self, Error::Panicked) {
+            return;
+        }
+        let host = crate::host::short_hostname();
+        if self.on_stdout() {
+            println!("{}", self.render(&host));
+            println!(
+                " .. {host} pid {}: Test failure {}:{}",
+                std::process::id(),
+                file!(),
+                line!()
+            );
+        } else {
+            eprintln!("{}", self.render(&host));
+        }
+        if let Error::AfterLostPeer { lost, .. } = self {
+            eprintln!("{}", lost.render(&host));
         }
     }
 

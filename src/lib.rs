@@ -6,7 +6,7 @@
 //! JSON files to tables, plots and verdicts.
 //!
 //! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code`; the
-//! others marked below still call libc (host name, signals, sockets, MPI handles).
+//! others marked below still call libc (host name, file access, sockets, MPI handles).
 #![deny(unsafe_code)]
 
 #[allow(unsafe_code)]
@@ -29,7 +29,7 @@ pub mod tool;
 pub mod types;
 pub mod verify;
 
-use error::{Error, code};
+use error::code;
 use options::OptionsError;
 use std::process::ExitCode;
 
@@ -43,29 +43,9 @@ pub fn program_name(argv0: &str) -> String {
         .to_string()
 }
 
-/// Prints a failure the way nccl-tests does: CUDA/NCCL failure lines and the too-few-GPUs text
-/// on stdout followed by the ` .. <host> pid <pid>: Test failure` trace line; anything else as
-/// one line on stderr.
-pub fn report_error(e: &Error) {
-    let host = host::short_hostname();
-    if e.on_stdout() {
-        println!("{}", e.render(&host));
-        println!(
-            " .. {host} pid {}: Test failure {}:{}",
-            std::process::id(),
-            file!(),
-            line!()
-        );
-    } else {
-        eprintln!("{}", e.render(&host));
-    }
-    if let Error::AfterLostPeer { lost, .. } = e {
-        eprintln!("{}", lost.render(&host));
-    }
-}
-
-/// Turns any panic into one line on stderr and exit code 1, never a backtrace, and never a hang
-/// of threads waiting for the panicking one.
+/// Turns any panic into one line on stderr, never a backtrace, and never a hang of threads
+/// waiting for the panicking one (they stop as after any failed thread); the program then ends
+/// with exit code 1 ([`main_for`] catches the panic).
 fn install_panic_hook(program: String) {
     std::panic::set_hook(Box::new(move |info| {
         let msg = info
@@ -79,7 +59,7 @@ fn install_panic_hook(program: String) {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         eprintln!("{program}: internal error: {msg}{place} (a bug in nccl-perf; please report it)");
-        std::process::exit(code::INTERNAL as i32);
+        runner::interrupt::thread_failed(&error::Error::Panicked);
     }));
 }
 
@@ -156,7 +136,7 @@ impl Startup {
                 ExitCode::from(c)
             }
             Err(e) => {
-                report_error(&e);
+                e.report();
                 ExitCode::from(e.exit_code())
             }
         }
@@ -165,10 +145,16 @@ impl Startup {
 
 /// The whole program of one `*_perf` binary.
 pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
-    match startup() {
+    unless_panic(|| match startup() {
         Ok(s) => s.run(coll),
         Err(code) => code,
-    }
+    })
+}
+
+/// `body`'s exit code, or 1 after a panic (which the panic hook reported).
+fn unless_panic(body: impl FnOnce() -> ExitCode) -> ExitCode {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        .unwrap_or(ExitCode::from(code::INTERNAL))
 }
 
 /// The whole program of a `*_perf` binary whose collective is configured at start (alltoallv's
@@ -177,17 +163,19 @@ pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
 pub fn main_with<C: collective::Collective>(
     make: impl FnOnce(&options::Options) -> error::Result<C>,
 ) -> ExitCode {
-    let s = match startup() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match make(&s.options) {
-        Ok(coll) => s.run(&coll),
-        Err(e) => {
-            eprintln!("{}: {e}", s.program);
-            ExitCode::from(e.exit_code())
+    unless_panic(|| {
+        let s = match startup() {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        match make(&s.options) {
+            Ok(coll) => s.run(&coll),
+            Err(e) => {
+                eprintln!("{}: {e}", s.program);
+                ExitCode::from(e.exit_code())
+            }
         }
-    }
+    })
 }
 
 #[cfg(test)]

@@ -17,8 +17,7 @@ fn a_signal_stops_a_thread_waiting_for_the_others() {
     let err = std::thread::scope(|s| {
         let waiter = s.spawn(|| group.barrier());
         std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: raising a signal whose handler is installed above.
-        unsafe { libc::raise(libc::SIGTERM) };
+        signal_hook::low_level::raise(libc::SIGTERM).expect("raise");
         waiter.join().expect("no panic")
     })
     .expect_err("the barrier must give up");

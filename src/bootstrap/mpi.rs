@@ -190,7 +190,7 @@ impl Bootstrap for MpiBootstrap {
         Ok(())
     }
     fn fail(&self, err: &Error) {
-        crate::report_error(err);
+        err.report();
         // Even a mutex poisoned by a failed thread must not keep the job alive.
         let h = self.mpi.lock().unwrap_or_else(|p| p.into_inner());
         h.world.abort(i32::from(err.exit_code()));

@@ -4,7 +4,6 @@
 mod dry_run;
 pub mod fault;
 mod graph;
-#[allow(unsafe_code)]
 pub mod interrupt;
 mod measure;
 mod op;
@@ -17,7 +16,6 @@ mod stall;
 mod sync;
 mod threads;
 mod validate;
-#[allow(unsafe_code)]
 mod watch;
 
 pub use measure::{Engine, Shape, Worker};
@@ -136,7 +134,12 @@ fn roots(r: Roots, nranks: usize) -> Result<Vec<usize>> {
 pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
     fault::init(program)?;
     let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
-    match start(opts, coll, program, &*boot, args) {
+    // A panic (reported by the panic hook) still ends the job as a failure does.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        start(opts, coll, program, &*boot, args)
+    }))
+    .unwrap_or(Err(Error::Panicked));
+    match result {
         Ok(code) => {
             boot.finalize()?;
             Ok(code)

@@ -1,7 +1,8 @@
 //! The benchmark threads (`-t`): thread 0 runs on the calling thread and prints, the others are
 //! spawned; each sets up its own GPUs with `-p 1`, runs the loops over datatype → op → root →
-//! cycle → size, and reports its `-M 1` figures. A failing thread ends the process (the others
-//! would wait for it forever); a signal makes every thread return, so the output is closed.
+//! cycle → size, and reports its `-M 1` figures. A failing thread is recorded in `interrupt`, so
+//! the others (which would wait for it forever) return at their next wait, as they do on a
+//! signal; the failure is what the run reports, and the output is closed.
 
 use super::measure::{Engine, Shape, Worker};
 use super::output::Output;
@@ -33,18 +34,21 @@ pub(super) fn run_threads(
     out: &mut Output,
 ) -> Result<ThreadEnd> {
     let threads = starts.len();
-    // A failing thread cannot leave the others waiting at a barrier: it reports and ends the
-    // process. A signal is different: every thread sees it and returns, so that the main
-    // thread closes the output files. An error after a signal (a peer's communicator aborted)
-    // counts as the interruption.
+    // A failing thread cannot leave the others waiting at a barrier: it is recorded, and they
+    // return at their next wait. An error after a signal (a peer's communicator aborted) counts
+    // as the interruption.
     let stop = |err: Error| match interrupt::pending() {
         Some(signal) if !err.is_interrupted() => Error::Interrupted {
             signal,
             during: String::new(),
         },
         Some(_) => err,
-        None if threads == 1 => err,
-        None => fail_fast(err),
+        None => {
+            if threads > 1 && !matches!(err, Error::ThreadStopped) {
+                interrupt::thread_failed(&err);
+            }
+            err
+        }
     };
     std::thread::scope(|s| {
         let mut it = starts.into_iter();
@@ -56,26 +60,31 @@ pub(super) fn run_threads(
             })
             .collect();
         let mine = thread_main(e, plan, gpu_plan, 0, first, Some(out)).map_err(stop);
-        let mut others = Vec::new();
-        for h in handles {
-            others.push(
-                h.join()
-                    .map_err(|_| Error::Internal("a benchmark thread failed".into()))?,
-            );
+        // A thread that panicked was reported by the panic hook, which also stopped the others.
+        let others = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(Error::Panicked)));
+        let results: Vec<Result<ThreadEnd>> = std::iter::once(mine).chain(others).collect();
+        // The failure to report: the first one that is not a thread stopping for another's.
+        let mut errors = results.iter().filter_map(|r| r.as_ref().err());
+        if let Some(first) = errors.next() {
+            let real = std::iter::once(first)
+                .chain(errors)
+                .find(|e| !matches!(e, Error::ThreadStopped))
+                .cloned()
+                .or_else(interrupt::failure)
+                .unwrap_or_else(|| first.clone());
+            return Err(real);
         }
-        let (oob, mut all, memory) = mine?;
-        for r in others {
-            all.extend(r?.1);
+        let mut ends = results.into_iter().flatten();
+        let Some((oob, mut all, memory)) = ends.next() else {
+            return Err(Error::Internal("no benchmark thread".into()));
+        };
+        for (_, gpus, _) in ends {
+            all.extend(gpus);
         }
         Ok((oob, all, memory))
     })
-}
-
-/// With several threads a failing one cannot leave the others waiting at a barrier: report and
-/// end the process.
-fn fail_fast(err: Error) -> ! {
-    crate::report_error(&err);
-    std::process::exit(err.exit_code() as i32)
 }
 
 fn thread_main(
@@ -107,7 +116,7 @@ fn thread_main(
     let oob = match test_loops(&mut w, e, plan, tid, out) {
         Ok(oob) => oob,
         Err(err) => {
-            if err.is_interrupted() {
+            if err.is_interrupted() || matches!(err, Error::ThreadStopped) {
                 stall::release();
                 w.abort_all();
             }

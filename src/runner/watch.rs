@@ -38,6 +38,8 @@ enum Stop {
     Signal(libc::c_int),
     /// Another process left (or the bootstrap says the run is over).
     Lost(Error),
+    /// A benchmark thread failed and another one did not stop (stuck in a library call).
+    Stuck(Error),
 }
 
 /// Runs `body` (the benchmark) with the watchdog beside it; returns what `body` returns, unless
@@ -48,11 +50,20 @@ pub fn guard<T>(boot: &dyn Bootstrap, json: Option<JsonFile>, body: impl FnOnce(
     super::interrupt::install();
     std::thread::scope(|s| {
         let watchdog = s.spawn(|| watch(boot, json, &done));
-        let r = body();
-        done.store(true, Ordering::SeqCst);
-        watchdog.thread().unpark();
-        r
+        // Also when `body` panics: the scope then waits for the watchdog.
+        let _done = SetOnDrop(&done, watchdog.thread());
+        body()
     })
+}
+
+/// Sets the flag and wakes the watchdog when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool, &'a std::thread::Thread);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+        self.1.unpark();
+    }
 }
 
 fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
@@ -66,6 +77,13 @@ fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
             let since = signalled.get_or_insert_with(Instant::now);
             if since.elapsed() >= SIGNAL_GRACE {
                 end(Stop::Signal(sig), json.as_ref());
+            }
+            continue;
+        }
+        if let Some(err) = super::interrupt::failure() {
+            let since = signalled.get_or_insert_with(Instant::now);
+            if since.elapsed() >= SIGNAL_GRACE {
+                end(Stop::Stuck(err), json.as_ref());
             }
             continue;
         }
@@ -103,14 +121,20 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
             128 + sig,
         ),
         Stop::Lost(e) => (e.render(&host), i32::from(e.exit_code())),
+        Stop::Stuck(e) => {
+            e.report();
+            (String::new(), i32::from(e.exit_code()))
+        }
     };
     if let Some(j) = json {
         j.abort();
     }
     let _ = std::io::stdout().flush();
-    eprintln!("{line}");
-    // SAFETY: ends the process at once; every file we wrote is flushed above.
-    unsafe { libc::_exit(code) }
+    if !line.is_empty() {
+        eprintln!("{line}");
+    }
+    // Ends the process at once (no exit handlers); every file we wrote is flushed above.
+    signal_hook::low_level::exit(code)
 }
 
 /// Test hook for the rank-fault tests: with `NCCL_PERF_TEST_STALL_S=<seconds>` the process
