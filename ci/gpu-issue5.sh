@@ -5,7 +5,8 @@
 # validation (-G 5 -c 1), per-iteration timing with -z 3 and -K, Ctrl-C and SIGTERM with -J,
 # NCCL_TESTS_MIN_BW, and the harness-overhead benchmark; with several GPUs the multi-GPU and
 # multi-thread variants. Every check prints one PASS/FAIL line into OUT/issue5-checks.txt.
-# usage: ci/gpu-issue5.sh DIST OUT   (DIST holds the binaries, overhead, ref/ and side_by_side.py)
+# usage: ci/gpu-issue5.sh DIST OUT   (DIST holds the binaries, overhead, ref/ and side_by_side.py;
+# the -T check needs binaries built with --features test-hooks)
 # shellcheck disable=SC2016  # the check expressions are evaluated later, on purpose
 set -u
 D=$(cd "$1" && pwd); O=$(cd "$2" && pwd)
@@ -43,9 +44,14 @@ check ar_blocking "rc 0, blocking line, N/A columns" \
   eval 'rc_is ar_blocking 0 && has ar_blocking "^# Blocking Enabled: wait and barrier after each inner iteration \(-m\) $" && tokens ar_blocking 13 6'
 
 # -T 1 against streams held for 30 s: ends within a few seconds, exit 4, upstream's line + what ran.
+# The hold is a test hook: DIST must be built with `--features test-hooks` (it says so on stderr).
 NCCL_PERF_TEST_STALL_MS=30000 run timeout timeout -s KILL 60 "$AR" -b 8 -e 8 -T 1
-check timeout "exit 4 within 10 s, timeout line naming the size" \
-  eval 'rc_is timeout 4 && faster timeout 10 && has timeout ": Test timeout \(1s\) .* while running float sum 8 B \(out-of-place\)$"'
+if has timeout "test hook NCCL_PERF_TEST_STALL_MS"; then
+  check timeout "exit 4 within 10 s, timeout line naming the size" \
+    eval 'rc_is timeout 4 && faster timeout 10 && has timeout ": Test timeout \(1s\) .* while running float sum 8 B \(out-of-place\)$"'
+else
+  echo "FAIL timeout: DIST was built without --features test-hooks (cargo build --release --features test-hooks)" >> "$C"
+fi
 
 # Registration.
 run reg1 "$AR" -b 8 -e 64M -f 4 -R 1

@@ -157,17 +157,17 @@ pub const TRACE: Variable = Variable {
     only: None,
     audience: Audience::Developer,
 };
-/// `NCCL_PERF_TEST_STALL_MS`.
+/// `NCCL_PERF_TEST_STALL_MS` (read only in builds with the `test-hooks` feature).
 pub const TEST_STALL_MS: Variable = Variable {
     name: "NCCL_PERF_TEST_STALL_MS",
-    help: "Test hook: holds every stream for this many milliseconds once, just before the first timed loop (the -T timeout path on a healthy GPU).",
+    help: "Test hook (feature test-hooks): holds every stream for this many milliseconds once, just before the first timed loop (the -T timeout path on a healthy GPU).",
     only: None,
     audience: Audience::Developer,
 };
-/// `NCCL_PERF_TEST_STALL_S`.
-pub const TEST_STALL_S: Variable = Variable {
-    name: "NCCL_PERF_TEST_STALL_S",
-    help: "Test hook: every process waits this many seconds after the bootstrap, as if busy on its GPUs (rank-fault tests).",
+/// `NCCL_PERF_TEST_PAUSE_MS` (read only in builds with the `test-hooks` feature).
+pub const TEST_PAUSE_MS: Variable = Variable {
+    name: "NCCL_PERF_TEST_PAUSE_MS",
+    help: "Test hook (feature test-hooks): every process waits this many milliseconds after the bootstrap, as if busy on its GPUs (rank-fault tests).",
     only: None,
     audience: Audience::Developer,
 };
@@ -196,7 +196,7 @@ pub const VARIABLES: &[Variable] = &[
     ALLTOALLV_PRINT_SUMMARY,
     TRACE,
     TEST_STALL_MS,
-    TEST_STALL_S,
+    TEST_PAUSE_MS,
 ];
 
 /// The launchers' variables the bootstrap reads, by launcher: (names, what they give).

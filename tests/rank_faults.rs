@@ -1,7 +1,8 @@
 //! Rank faults without a GPU: a job of several processes (torchrun-style environment, TCP
 //! rendezvous; `mpirun` with `--features mpi`) in which one process is killed while the others
-//! are busy. The test hook `NCCL_PERF_TEST_STALL_S` makes every process wait after the bootstrap
-//! as if running on its GPUs, where only the watchdog can notice a lost peer. The survivors must
+//! are busy. The test hook `NCCL_PERF_TEST_PAUSE_MS` (cargo feature `test-hooks`, which this
+//! test requires) makes every process wait after the bootstrap as if running on its GPUs, where
+//! only the watchdog can notice a lost peer. The survivors must
 //! stop within seconds with a message naming the lost rank, exit non-zero, and leave a
 //! well-formed `-J` JSON file; a stop signal must close the JSON file too. A process that is
 //! stopped (SIGSTOP) rather than killed is named too, by its missing heartbeats.
@@ -43,7 +44,7 @@ fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_BACKTRACE", "1")
-        .env("NCCL_PERF_TEST_STALL_S", "60")
+        .env("NCCL_PERF_TEST_PAUSE_MS", "60000")
         .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "30")
         .env("NCCL_PERF_HEARTBEAT_TIMEOUT", "2")
         .current_dir(dir)
@@ -60,10 +61,10 @@ fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc
     }
 }
 
-/// Waits until every process says it stalls (the bootstrap is done), or fails the test.
+/// Waits until every process says it pauses (the bootstrap is done), or fails the test.
 fn wait_for_stall(procs: &[Proc]) {
     let start = Instant::now();
-    while !procs.iter().all(|p| p.stderr().contains("stalls for")) {
+    while !procs.iter().all(|p| p.stderr().contains("pauses for")) {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "the job did not start: {:?}",
@@ -257,7 +258,12 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
     let err = dir.join("err");
     let mut c = Command::new("mpirun");
     c.args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
-        .args(["-x", "NCCL_PERF_TEST_STALL_S=60", "-x", "RUST_BACKTRACE=1"])
+        .args([
+            "-x",
+            "NCCL_PERF_TEST_PAUSE_MS=60000",
+            "-x",
+            "RUST_BACKTRACE=1",
+        ])
         .args([BIN, "-b", "8", "-e", "8", "-J", "r.json"])
         .env_remove("NCCL_PERF_BOOTSTRAP")
         .current_dir(&dir)
@@ -269,7 +275,7 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
         child: c.spawn().expect("mpirun starts"),
         err,
     };
-    // The pid of rank 1 from its stall line.
+    // The pid of rank 1 from its pause line.
     let start = Instant::now();
     let pid = loop {
         let text = job.stderr();
@@ -277,7 +283,7 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
             let rest = l.split("rank 1 pid ").nth(1)?;
             rest.split_whitespace().next()?.parse::<u32>().ok()
         });
-        if let (Some(pid), 3) = (found, text.matches("stalls for").count()) {
+        if let (Some(pid), 3) = (found, text.matches("pauses for").count()) {
             break pid;
         }
         assert!(start.elapsed() < Duration::from_secs(60), "{text}");

@@ -11,7 +11,9 @@ use super::nccl::Nccl;
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::marker::PhantomData;
+#[cfg(feature = "test-hooks")]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "test-hooks")]
 use std::time::{Duration, Instant};
 
 /// A device's primary context: the one the CUDA runtime, and so NCCL, uses. Retained for the
@@ -122,8 +124,10 @@ impl Stream {
         unsafe { driver::abandon_capture(self.raw) }
     }
 
-    /// Test hook: holds the stream for `ms` milliseconds (or until [`release_holds`]) with a
-    /// host function, so that it is really busy while nothing else is affected.
+    /// Test hook (feature `test-hooks`): holds the stream for `ms` milliseconds (or until
+    /// [`release_holds`]) with a host function, so that it is really busy while nothing else is
+    /// affected.
+    #[cfg(feature = "test-hooks")]
     pub fn hold(&self, ms: u64) -> Result<()> {
         // SAFETY: the argument is a plain integer carried in the pointer, never dereferenced;
         // `hold` calls no CUDA function.
@@ -145,16 +149,19 @@ impl Drop for Stream {
 }
 
 /// Set by [`release_holds`]: every [`Stream::hold`] ends now.
+#[cfg(feature = "test-hooks")]
 static HOLDS_RELEASED: AtomicBool = AtomicBool::new(false);
 
 /// Ends every [`Stream::hold`] at once (a timeout or a signal), so that aborting the
 /// communicators never waits for one.
+#[cfg(feature = "test-hooks")]
 pub fn release_holds() {
     HOLDS_RELEASED.store(true, Ordering::Relaxed);
 }
 
 /// The host function of [`Stream::hold`]: sleeps until `ms` (the pointer's value) elapsed or
 /// [`release_holds`].
+#[cfg(feature = "test-hooks")]
 unsafe extern "C" fn hold(arg: *mut c_void) {
     let ms = arg as usize as u64;
     let start = Instant::now();
@@ -481,6 +488,7 @@ impl Drop for GraphExec<'_> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "test-hooks")]
     #[test]
     fn a_hold_lasts_until_its_time_or_the_release() {
         let t = Instant::now();

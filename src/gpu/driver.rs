@@ -432,6 +432,7 @@ pub unsafe fn destroy_graph(g: CUgraphExec) -> Result<()> {
 ///
 /// # Safety
 /// `arg` must stay valid until `f` has run, and `f` must not call CUDA.
+#[cfg(feature = "test-hooks")]
 pub unsafe fn launch_host_func(
     s: CUstream,
     f: unsafe extern "C" fn(*mut c_void),

@@ -7,10 +7,12 @@
 //! allocation, no locks, no plan interpretation (plus one event record per GPU per iteration
 //! with `-I 1`).
 
+use super::interrupt;
 use super::per_iter::{self, Events};
 use super::setup::Gpu;
+#[cfg(feature = "test-hooks")]
+use super::stall;
 use super::sync::ThreadGroup;
-use super::{interrupt, stall};
 use crate::bootstrap::Reduce;
 use crate::collective::{Collective, Counts};
 use crate::error::{Error, Result};
@@ -130,7 +132,8 @@ pub struct Worker<'a> {
     pub errors: u64,
     /// `-I 1` timing events (none otherwise).
     events: Events,
-    /// Test only: hold the streams this long before the first timed loop ([`stall`]).
+    /// Test hook: hold the streams this long before the first timed loop ([`stall`]).
+    #[cfg(feature = "test-hooks")]
     stall_ms: Option<u64>,
 }
 
@@ -158,7 +161,8 @@ impl<'a> Worker<'a> {
             rep: 0,
             errors: 0,
             events,
-            stall_ms: stall::from_env(),
+            #[cfg(feature = "test-hooks")]
+            stall_ms: stall::stall_ms(),
         })
     }
 
@@ -210,6 +214,7 @@ impl<'a> Worker<'a> {
             {
                 // The communicators are aborted when this thread's GPUs are dropped, which
                 // follows this error at once (or by `abort_all` on the way).
+                #[cfg(feature = "test-hooks")]
                 stall::release();
                 return Err(Error::Timeout {
                     secs: timeout,
@@ -260,11 +265,13 @@ impl<'a> Worker<'a> {
         if o.check > 0 {
             self.prepare(s, in_place, 99, true)?;
         }
+        #[cfg(feature = "test-hooks")]
         let stall_ms = self.stall_ms.take();
         let op = self.bind(s, in_place)?;
         op.issue_first()?;
         self.wait()?;
         self.e.group.barrier()?;
+        #[cfg(feature = "test-hooks")]
         if let Some(ms) = stall_ms {
             stall::inject(&self.gpus, ms)?;
         }

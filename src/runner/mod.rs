@@ -12,6 +12,7 @@ mod output;
 pub mod per_iter;
 pub mod placement;
 pub mod setup;
+#[cfg(feature = "test-hooks")]
 mod stall;
 mod sync;
 mod threads;
@@ -179,7 +180,8 @@ fn start(
             output::check_target(&o.path)?;
         }
         return watch::guard(boot, None, || {
-            watch::test_stall(boot, program);
+            #[cfg(feature = "test-hooks")]
+            stall::pause(boot, program);
             dry_run::run(opts, coll, program, boot)
         });
     }
@@ -197,7 +199,8 @@ fn start(
     };
     // A lost process or a stop signal ends the run from the watchdog, JSON closed.
     watch::guard(boot, json, || {
-        watch::test_stall(boot, program);
+        #[cfg(feature = "test-hooks")]
+        stall::pause(boot, program);
         run_gpus(opts, coll, program, boot, target)
     })
 }

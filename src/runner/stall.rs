@@ -1,30 +1,72 @@
-//! Test only: `NCCL_PERF_TEST_STALL_MS=N` holds every stream of the run for N milliseconds,
-//! once, right before the first timed loop, so that the `-T` timeout path (abort the
-//! communicators, print the timeout line, exit 4) can be exercised on a healthy GPU machine.
-//! Deliberately absent from `-h`; `ci/gpu-issue5.sh` uses it.
+//! Test hooks, compiled only with the cargo feature `test-hooks` (release builds do not enable
+//! it; `-h` does not list them). Both take milliseconds and are read once:
 //!
-//! The hold is a host function enqueued on each stream (`cuLaunchHostFunc`), so the stream is
-//! really busy and nothing but the stream is affected. It ends early once [`release`] is called
-//! (a timeout or a signal), so that aborting the communicators never waits for it.
+//! - `NCCL_PERF_TEST_PAUSE_MS=N`: every process says so on stderr and waits N ms after the
+//!   bootstrap, before any GPU work, as a process busy on its GPUs would, so that a test can kill
+//!   one process of a job and watch the others stop (`tests/rank_faults.rs`).
+//! - `NCCL_PERF_TEST_STALL_MS=N`: holds every stream of the run for N ms, once, right before the
+//!   first timed loop, so that the `-T` timeout path (abort the communicators, print the timeout
+//!   line, exit 4) can be exercised on a healthy GPU machine (`ci/gpu-issue5.sh`). The hold is a
+//!   host function enqueued on each stream (`Stream::hold` of the GPU layer), so the stream is
+//!   really busy and nothing but the stream is affected. It ends early once [`release`] is
+//!   called (a timeout or a signal), so that aborting the communicators never waits for it.
 
 use super::setup::Gpu;
+use crate::bootstrap::Bootstrap;
+use crate::environment;
 use crate::error::Result;
+use std::sync::OnceLock;
+use std::time::Duration;
 
-/// The environment variable.
-pub const ENV: &str = crate::environment::TEST_STALL_MS.name;
-
-/// The requested hold in milliseconds, if the variable is set to a positive integer.
-pub fn from_env() -> Option<u64> {
-    parse(std::env::var(ENV).ok().as_deref())
+/// The two hooks, read once.
+struct Hooks {
+    /// `NCCL_PERF_TEST_PAUSE_MS`.
+    pause_ms: Option<u64>,
+    /// `NCCL_PERF_TEST_STALL_MS`.
+    stall_ms: Option<u64>,
 }
 
+fn hooks() -> &'static Hooks {
+    static HOOKS: OnceLock<Hooks> = OnceLock::new();
+    HOOKS.get_or_init(|| Hooks {
+        pause_ms: parse(environment::TEST_PAUSE_MS.get().as_deref()),
+        stall_ms: parse(environment::TEST_STALL_MS.get().as_deref()),
+    })
+}
+
+/// A positive whole number of milliseconds; anything else is off.
 fn parse(v: Option<&str>) -> Option<u64> {
     v.and_then(|s| s.trim().parse::<u64>().ok())
         .filter(|&ms| ms > 0)
 }
 
-/// Enqueues the hold on every GPU's stream.
+/// `NCCL_PERF_TEST_PAUSE_MS`: says so on stderr (with the rank and pid) and waits, as a process
+/// busy on its GPUs would.
+pub fn pause(boot: &dyn Bootstrap, program: &str) {
+    let Some(ms) = hooks().pause_ms else {
+        return;
+    };
+    eprintln!(
+        "{program}: test hook {}: rank {} pid {} pauses for {ms} ms",
+        environment::TEST_PAUSE_MS.name,
+        boot.world_rank(),
+        std::process::id()
+    );
+    std::thread::sleep(Duration::from_millis(ms.min(3_600_000)));
+}
+
+/// `NCCL_PERF_TEST_STALL_MS`: the hold in milliseconds, if set (the first timed loop of each
+/// thread takes it).
+pub fn stall_ms() -> Option<u64> {
+    hooks().stall_ms
+}
+
+/// Enqueues the hold on every GPU's stream, saying so on stderr.
 pub fn inject(gpus: &[Gpu], ms: u64) -> Result<()> {
+    eprintln!(
+        "test hook {}: holding every stream for {ms} ms",
+        environment::TEST_STALL_MS.name
+    );
     for g in gpus {
         g.ctx().make_current()?;
         g.stream().hold(ms)?;

@@ -7,7 +7,9 @@
 use super::measure::{Engine, Shape, Worker};
 use super::output::Output;
 use super::setup::{self, Discovered, Gpu, GpuPlan, SetupMemory};
-use super::{Plan, interrupt, label, skip_line, stall};
+#[cfg(feature = "test-hooks")]
+use super::stall;
+use super::{Plan, interrupt, label, skip_line};
 use crate::bootstrap::Reduce;
 use crate::error::{Error, Result};
 use crate::report::RowResult;
@@ -117,6 +119,7 @@ fn thread_main(
         Ok(oob) => oob,
         Err(err) => {
             if err.is_interrupted() || matches!(err, Error::ThreadStopped) {
+                #[cfg(feature = "test-hooks")]
                 stall::release();
                 w.abort_all();
             }

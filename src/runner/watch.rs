@@ -24,9 +24,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// How long the benchmark thread may take to end on its own after a process was lost.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// Test hook: seconds to stall before the run, as if busy on the GPUs (see [`test_stall`]).
-pub const STALL_ENV: &str = crate::environment::TEST_STALL_S.name;
-
 /// How long the benchmark threads get to stop on their own after a stop signal (they notice it
 /// within milliseconds in every wait and rendezvous) before the watchdog closes the JSON file and
 /// ends the process.
@@ -135,24 +132,4 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
     }
     // Ends the process at once (no exit handlers); every file we wrote is flushed above.
     signal_hook::low_level::exit(code)
-}
-
-/// Test hook for the rank-fault tests: with `NCCL_PERF_TEST_STALL_S=<seconds>` the process
-/// says so on stderr (with its rank and pid) and waits that long before the run, as a process
-/// busy on its GPUs would, so a test can kill one process of a job and watch the others stop.
-/// Not for production use; hidden from `-h`.
-pub fn test_stall(boot: &dyn Bootstrap, program: &str) {
-    let Some(secs) = std::env::var(STALL_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-    else {
-        return;
-    };
-    eprintln!(
-        "{program}: test hook {STALL_ENV}: rank {} pid {} stalls for {secs} s",
-        boot.world_rank(),
-        std::process::id()
-    );
-    std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
 }
