@@ -6,6 +6,7 @@
 //! recorded hello cannot be replayed. Rank 0's welcome is signed the same way over the
 //! process' own nonce, so a process that squats the port cannot pose as rank 0.
 
+use crate::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::io::Read;
@@ -40,18 +41,17 @@ impl Secret {
 
     /// The secret from `NCCL_PERF_RENDEZVOUS_KEY` (the text itself) or
     /// `NCCL_PERF_RENDEZVOUS_KEY_FILE` (a file, trailing newline ignored); none when neither is
-    /// set. Errors are one line naming the variable.
-    pub fn from_env(key: Option<&str>, file: Option<&str>) -> Result<Secret, String> {
+    /// set.
+    pub fn from_env(key: Option<&str>, file: Option<&str>) -> Result<Secret, SecretError> {
         match (key, file) {
-            (Some(_), Some(_)) => Err(
-                "set NCCL_PERF_RENDEZVOUS_KEY or NCCL_PERF_RENDEZVOUS_KEY_FILE, not both".into(),
-            ),
-            (Some(k), None) if k.trim().is_empty() => {
-                Err("NCCL_PERF_RENDEZVOUS_KEY is set but empty".into())
-            }
+            (Some(_), Some(_)) => Err(SecretError::Both),
+            (Some(k), None) if k.trim().is_empty() => Err(SecretError::EmptyKey),
             (Some(k), None) => Ok(Secret(k.trim_end_matches(['\r', '\n']).as_bytes().to_vec())),
             (None, Some(path)) => {
-                let bad = |why: String| format!("NCCL_PERF_RENDEZVOUS_KEY_FILE='{path}': {why}");
+                let bad = |why: String| SecretError::File {
+                    path: path.to_string(),
+                    why,
+                };
                 let f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
                 let mut text = Vec::new();
                 f.take(MAX_SECRET + 1)
@@ -71,6 +71,25 @@ impl Secret {
             (None, None) => Ok(Secret::default()),
         }
     }
+}
+
+/// Why the secret cannot be read; one line naming the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// Both variables are set.
+    #[error("set {} or {}, not both", RENDEZVOUS_KEY.name, RENDEZVOUS_KEY_FILE.name)]
+    Both,
+    /// The key is blank.
+    #[error("{} is set but empty", RENDEZVOUS_KEY.name)]
+    EmptyKey,
+    /// The key file cannot be read, is empty or too long.
+    #[error("{}='{path}': {why}", RENDEZVOUS_KEY_FILE.name)]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// The key every process of one launch derives alike.
@@ -161,7 +180,9 @@ mod tests {
         assert!(!Secret::from_env(None, None).unwrap().is_set());
         assert!(Secret::from_env(Some(" "), None).is_err());
         assert!(Secret::from_env(Some("a"), Some("/x")).is_err());
-        let e = Secret::from_env(None, Some("/nonexistent/key")).unwrap_err();
+        let e = Secret::from_env(None, Some("/nonexistent/key"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("NCCL_PERF_RENDEZVOUS_KEY_FILE='/nonexistent/key': "),
             "{e}"

@@ -230,12 +230,26 @@ fn num(env: Env, name: &str) -> Result<Option<usize>> {
     }
 }
 
+/// Why a rendezvous address cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// No `:port`.
+    #[error("'{0}' is not host:port")]
+    NoPort(String),
+    /// A port that is not 1..65535.
+    #[error("'{0}': the port must be 1..65535")]
+    BadPort(String),
+    /// Nothing before the port.
+    #[error("'{0}' has no host")]
+    NoHost(String),
+}
+
 /// `host:port` or `[v6]:port`.
-pub fn parse_address(s: &str) -> std::result::Result<(String, u16), String> {
+pub fn parse_address(s: &str) -> std::result::Result<(String, u16), AddressError> {
     let s = s.trim();
     let (host, port) = s
         .rsplit_once(':')
-        .ok_or_else(|| format!("'{s}' is not host:port"))?;
+        .ok_or_else(|| AddressError::NoPort(s.to_string()))?;
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
@@ -244,9 +258,9 @@ pub fn parse_address(s: &str) -> std::result::Result<(String, u16), String> {
         .parse()
         .ok()
         .filter(|p| *p != 0)
-        .ok_or_else(|| format!("'{s}': the port must be 1..65535"))?;
+        .ok_or_else(|| AddressError::BadPort(s.to_string()))?;
     if host.is_empty() {
-        return Err(format!("'{s}' has no host"));
+        return Err(AddressError::NoHost(s.to_string()));
     }
     Ok((host.to_string(), port))
 }
@@ -312,7 +326,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
                 env(RENDEZVOUS_KEY.name).as_deref(),
                 env(RENDEZVOUS_KEY_FILE.name).as_deref(),
             )
-            .map_err(Error::Usage)?;
+            .map_err(|e| Error::Usage(e.to_string()))?;
             t.bind = bind_address(env)?;
         }
         Ok(Some(t))

@@ -135,7 +135,7 @@ pub fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
         env(environment::TESTS_SPLIT_MASK.name).as_deref(),
         env(environment::TESTS_SPLIT.name).as_deref(),
     )
-    .map_err(Error::Usage)
+    .map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// One process, no peers.

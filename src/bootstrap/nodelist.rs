@@ -4,10 +4,42 @@
 /// The most host names a list may expand to (more than any launch this tool supports).
 pub const MAX_HOSTS: usize = 65536;
 
+/// Why a host list or task count list cannot be read (lists are cut for messages: they come
+/// from the environment and may be huge).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeListError {
+    /// More than [`MAX_HOSTS`] names.
+    #[error("host list '{0}' names more than {MAX_HOSTS} hosts")]
+    TooManyHosts(String),
+    /// No host at all.
+    #[error("empty host list '{0}'")]
+    Empty(String),
+    /// `[` without `]` in an item.
+    #[error("unbalanced '[' in host list '{0}'")]
+    UnclosedBracket(String),
+    /// `]` without `[` in an item.
+    #[error("unbalanced ']' in host list '{0}'")]
+    UnopenedBracket(String),
+    /// Brackets nested or unbalanced across items.
+    #[error("unbalanced brackets in host list '{0}'")]
+    Brackets(String),
+    /// A bracket that is not numbers and ranges.
+    #[error("bad range '[{range}]' in host list '{list}'")]
+    Range {
+        /// The bracket's text.
+        range: String,
+        /// The list.
+        list: String,
+    },
+    /// A task count list that is not `N` or `N(xM)` items.
+    #[error("bad task count list '{0}'")]
+    Counts(String),
+}
+
 /// Expands a Slurm host list to host names in order. Ranges keep their zero padding
 /// (`n[08-10]` → `n08 n09 n10`); several bracket groups in one name multiply out. A list of more
 /// than [`MAX_HOSTS`] names is an error (and is never expanded).
-pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
+pub fn expand_hosts(list: &str) -> Result<Vec<String>, NodeListError> {
     let mut out = Vec::new();
     for item in split_top_level(list)? {
         if item.is_empty() {
@@ -21,10 +53,7 @@ pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
             }))
         });
         if count.is_none_or(|n| n.saturating_add(out.len() as u64) > MAX_HOSTS as u64) {
-            return Err(format!(
-                "host list '{}' names more than {MAX_HOSTS} hosts",
-                short(list)
-            ));
+            return Err(NodeListError::TooManyHosts(short(list)));
         }
         let mut names = vec![String::new()];
         for (prefix, ranges) in &groups {
@@ -44,12 +73,12 @@ pub fn expand_hosts(list: &str) -> Result<Vec<String>, String> {
 }
 
 /// The first host of a Slurm host list, without expanding the rest.
-pub fn first_host(list: &str) -> Result<String, String> {
+pub fn first_host(list: &str) -> Result<String, NodeListError> {
     let items = split_top_level(list)?;
     let item = items
         .into_iter()
         .find(|i| !i.is_empty())
-        .ok_or_else(|| format!("empty host list '{}'", short(list)))?;
+        .ok_or_else(|| NodeListError::Empty(short(list)))?;
     let groups = bracket_groups(item, list)?;
     let mut name = String::new();
     for (prefix, ranges) in &groups {
@@ -66,19 +95,19 @@ type Ranges = Vec<(u64, u64, usize)>;
 
 /// The bracket groups of one host-list item: (text before the group, its ranges). Checks the
 /// item's brackets.
-fn bracket_groups<'a>(item: &'a str, list: &str) -> Result<Vec<(&'a str, Ranges)>, String> {
+fn bracket_groups<'a>(item: &'a str, list: &str) -> Result<Vec<(&'a str, Ranges)>, NodeListError> {
     let mut groups = Vec::new();
     let mut rest = item;
     while let Some(open) = rest.find('[') {
         let close = rest[open..]
             .find(']')
             .map(|c| open + c)
-            .ok_or_else(|| format!("unbalanced '[' in host list '{}'", short(list)))?;
+            .ok_or_else(|| NodeListError::UnclosedBracket(short(list)))?;
         groups.push((&rest[..open], expand_ranges(&rest[open + 1..close], list)?));
         rest = &rest[close + 1..];
     }
     if rest.contains(']') {
-        return Err(format!("unbalanced ']' in host list '{}'", short(list)));
+        return Err(NodeListError::UnopenedBracket(short(list)));
     }
     Ok(groups)
 }
@@ -89,7 +118,7 @@ fn short(list: &str) -> String {
 }
 
 /// Splits on commas that are not inside brackets.
-fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
+fn split_top_level(list: &str) -> Result<Vec<&str>, NodeListError> {
     let mut items = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in list.char_indices() {
@@ -103,24 +132,21 @@ fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
             _ => {}
         }
         if !(0..=1).contains(&depth) {
-            return Err(format!("unbalanced brackets in host list '{list}'"));
+            return Err(NodeListError::Brackets(list.to_string()));
         }
     }
     if depth != 0 {
-        return Err(format!("unbalanced brackets in host list '{list}'"));
+        return Err(NodeListError::Brackets(list.to_string()));
     }
     items.push(list[start..].trim());
     Ok(items)
 }
 
 /// `01-03,07` → (1, 3, 2), (7, 7, 2): ranges keeping the width of the lower bound.
-fn expand_ranges(spec: &str, list: &str) -> Result<Ranges, String> {
-    let bad = || {
-        format!(
-            "bad range '[{}]' in host list '{}'",
-            short(spec),
-            short(list)
-        )
+fn expand_ranges(spec: &str, list: &str) -> Result<Ranges, NodeListError> {
+    let bad = || NodeListError::Range {
+        range: short(spec),
+        list: short(list),
     };
     let mut out = Vec::new();
     for part in spec.split(',') {
@@ -139,8 +165,8 @@ fn expand_ranges(spec: &str, list: &str) -> Result<Ranges, String> {
 }
 
 /// Expands `SLURM_TASKS_PER_NODE` (`2(x3),1` → `2 2 2 1`).
-pub fn expand_counts(spec: &str) -> Result<Vec<usize>, String> {
-    let bad = || format!("bad task count list '{spec}'");
+pub fn expand_counts(spec: &str) -> Result<Vec<usize>, NodeListError> {
+    let bad = || NodeListError::Counts(spec.to_string());
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (n, times) = match part.split_once("(x") {
@@ -221,7 +247,7 @@ mod tests {
         assert_eq!(first_host(huge).unwrap(), "n0m0");
         assert_eq!(first_host(",,a[07-09]b,c").unwrap(), "a07b");
         let e = expand_hosts(huge).unwrap_err();
-        assert!(e.contains("more than 65536 hosts"), "{e}");
+        assert!(e.to_string().contains("more than 65536 hosts"), "{e}");
         assert!(expand_hosts("n[0-100000]").is_err());
         assert!(expand_hosts("n[0-18446744073709551615]x[0-2]").is_err());
         assert!(expand_hosts("a[1-40000],b[1-40000]").is_err());

@@ -3,11 +3,37 @@
 //! processes with equal colours form one group.
 
 use crate::cnum;
+use crate::environment::TESTS_SPLIT;
+
+/// Why no colour can be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    /// `MOD 0` or `DIV 0`.
+    #[error("{}='{value}': {op} 0 divides by zero; use a value of 1 or more", TESTS_SPLIT.name)]
+    DivisionByZero {
+        /// The variable's value.
+        value: String,
+        /// `MOD` or `DIV`.
+        op: &'static str,
+    },
+    /// A colour beyond a C `int`.
+    #[error("split colour {colour} of rank {rank} does not fit in an int")]
+    TooLarge {
+        /// The colour.
+        colour: u64,
+        /// The world rank.
+        rank: usize,
+    },
+}
 
 /// The split colour of `world_rank`, from the values of `NCCL_TESTS_SPLIT_MASK` and
 /// `NCCL_TESTS_SPLIT` (the mask wins when both are set). No variable gives colour 0.
 /// Unlike nccl-tests, `MOD 0` / `DIV 0` are an error instead of a crash.
-pub fn color(world_rank: usize, mask: Option<&str>, split: Option<&str>) -> Result<i64, String> {
+pub fn color(
+    world_rank: usize,
+    mask: Option<&str>,
+    split: Option<&str>,
+) -> Result<i64, SplitError> {
     let rank = world_rank as u64;
     let c = if let Some(m) = mask {
         // strtoul(value, NULL, 16): optional 0x, junk reads as 0.
@@ -18,15 +44,11 @@ pub fn color(world_rank: usize, mask: Option<&str>, split: Option<&str>) -> Resu
             Some((op, v)) => match op {
                 Op::And => rank & v,
                 Op::Or => rank | v,
-                Op::Mod if v == 0 => {
-                    return Err(format!(
-                        "NCCL_TESTS_SPLIT='{s}': MOD 0 divides by zero; use a value of 1 or more"
-                    ));
-                }
-                Op::Div if v == 0 => {
-                    return Err(format!(
-                        "NCCL_TESTS_SPLIT='{s}': DIV 0 divides by zero; use a value of 1 or more"
-                    ));
+                Op::Mod | Op::Div if v == 0 => {
+                    return Err(SplitError::DivisionByZero {
+                        value: s.to_string(),
+                        op: if op == Op::Mod { "MOD" } else { "DIV" },
+                    });
                 }
                 Op::Mod => rank % v,
                 Op::Div => rank / v,
@@ -37,7 +59,10 @@ pub fn color(world_rank: usize, mask: Option<&str>, split: Option<&str>) -> Resu
     };
     i32::try_from(c)
         .map(i64::from)
-        .map_err(|_| format!("split colour {c} of rank {world_rank} does not fit in an int"))
+        .map_err(|_| SplitError::TooLarge {
+            colour: c,
+            rank: world_rank,
+        })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +100,7 @@ mod tests {
     use super::*;
 
     fn split(rank: usize, s: &str) -> Result<i64, String> {
-        color(rank, None, Some(s))
+        color(rank, None, Some(s)).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -102,8 +102,25 @@ pub fn command_for_docs() -> Command {
     })
 }
 
-/// Parses the arguments after the program name. The error is a one-line description.
-pub fn parse<I, T>(args: I) -> Result<RawArgs, String>
+/// Why a command line cannot be parsed (each a one-line description).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// An option no benchmark has.
+    #[error("unknown option '{0}' (run with -h for the list of options)")]
+    Unknown(String),
+    /// An option without its value; the option as messages name it (`-n (--iters)`).
+    #[error("option {0} requires a value")]
+    MissingValue(String),
+    /// An argument that is not UTF-8.
+    #[error("an argument is not valid UTF-8")]
+    NotUtf8,
+    /// Anything else the parser refuses, in its words.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I, T>(args: I) -> Result<RawArgs, ArgsError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -125,30 +142,28 @@ where
     Ok(raw)
 }
 
-/// Turns a clap error into one line naming the offending argument.
-fn describe(e: clap::Error) -> String {
+/// Turns a clap error into one naming the offending argument.
+fn describe(e: clap::Error) -> ArgsError {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let arg = match e.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(s)) => s.clone(),
         _ => String::new(),
     };
     match e.kind() {
-        ErrorKind::UnknownArgument => {
-            format!("unknown option '{arg}' (run with -h for the list of options)")
-        }
+        ErrorKind::UnknownArgument => ArgsError::Unknown(arg),
         ErrorKind::InvalidValue | ErrorKind::NoEquals if !arg.is_empty() => {
             // clap names the option `--long <long>`; say `-x (--long)` as the other messages do.
             let long = arg.trim_start_matches('-').split(' ').next().unwrap_or("");
-            match spec(long) {
-                Some(o) => format!("option {} requires a value", o.flag_name()),
-                None => format!("option '{arg}' requires a value"),
-            }
+            ArgsError::MissingValue(match spec(long) {
+                Some(o) => o.flag_name(),
+                None => format!("'{arg}'"),
+            })
         }
-        ErrorKind::InvalidUtf8 => "an argument is not valid UTF-8".to_string(),
+        ErrorKind::InvalidUtf8 => ArgsError::NotUtf8,
         _ => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            first.trim_start_matches("error: ").to_string()
+            ArgsError::Other(first.trim_start_matches("error: ").to_string())
         }
     }
 }
@@ -188,11 +203,11 @@ mod tests {
 
     #[test]
     fn unknown_and_missing_values_are_errors() {
-        let e = parse(["--bogus", "1"]).unwrap_err();
+        let e = parse(["--bogus", "1"]).unwrap_err().to_string();
         assert!(e.contains("--bogus"), "{e}");
-        let e = parse(["-n"]).unwrap_err();
+        let e = parse(["-n"]).unwrap_err().to_string();
         assert_eq!(e, "option -n (--iters) requires a value");
-        let e = parse(["-b", "8", "--cta_policy"]).unwrap_err();
+        let e = parse(["-b", "8", "--cta_policy"]).unwrap_err().to_string();
         assert_eq!(e, "option -x (--cta_policy) requires a value");
         assert!(parse(["-q"]).is_err());
     }

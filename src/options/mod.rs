@@ -536,7 +536,9 @@ mod tests {
     use crate::cli;
 
     fn parse(args: &[&str]) -> Result<Parsed, OptionsError> {
-        from_args(&cli::parse(args.iter().copied()).map_err(OptionsError::Invalid)?)
+        from_args(
+            &cli::parse(args.iter().copied()).map_err(|e| OptionsError::Invalid(e.to_string()))?,
+        )
     }
 
     #[test]

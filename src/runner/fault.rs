@@ -35,11 +35,14 @@ pub struct Corruption {
 /// The switch of this process, read once by [`init`].
 static ACTIVE: OnceLock<Option<Corruption>> = OnceLock::new();
 
+/// A value of the switch that is not `<half>:<index>[:<rank>]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{ENV}='{0}' is not <half>:<index>[:<rank>] (half out or in, e.g. {ENV}=out:0)")]
+pub struct CorruptionError(String);
+
 /// Reads `<half>:<index>[:<rank>]`.
-pub fn parse(value: &str) -> std::result::Result<Corruption, String> {
-    let bad = || {
-        format!("{ENV}='{value}' is not <half>:<index>[:<rank>] (half out or in, e.g. {ENV}=out:0)")
-    };
+pub fn parse(value: &str) -> std::result::Result<Corruption, CorruptionError> {
+    let bad = || CorruptionError(value.to_string());
     let parts: Vec<&str> = value.trim().split(':').collect();
     if !(2..=3).contains(&parts.len()) {
         return Err(bad());
@@ -65,7 +68,7 @@ pub fn parse(value: &str) -> std::result::Result<Corruption, String> {
 /// error. Says on stderr when it is on, so a forgotten variable cannot pass for a real failure.
 pub fn init(program: &str) -> Result<Option<Corruption>> {
     let parsed = match std::env::var(ENV) {
-        Ok(v) if !v.trim().is_empty() => Some(parse(&v).map_err(Error::Usage)?),
+        Ok(v) if !v.trim().is_empty() => Some(parse(&v).map_err(|e| Error::Usage(e.to_string()))?),
         _ => None,
     };
     let active = *ACTIVE.get_or_init(|| parsed);
@@ -144,7 +147,10 @@ mod tests {
             "in:1:-2",
         ] {
             let e = parse(bad).unwrap_err();
-            assert!(e.starts_with(&format!("{ENV}='{bad}' is not")), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("{ENV}='{bad}' is not")),
+                "{e}"
+            );
         }
     }
 }

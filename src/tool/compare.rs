@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::error::ToolError;
 use super::metric::{Half, Metric};
 use crate::report::RowResult;
 use crate::report::format::c_g;
@@ -78,7 +79,7 @@ pub fn compare(
     new: &[Run],
     names: (&str, &str),
     o: &CompareOptions,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, ToolError> {
     let with_program = base.len() > 1 || new.len() > 1;
     let mut new_rows: HashMap<Key, &RowResult> = HashMap::new();
     for run in new {
@@ -178,10 +179,10 @@ pub fn compare(
     let broken = soundness(base, new, &o.allow);
     let mismatched = comparability(base, new, only_base, &o.allow);
     if matched == 0 && broken.is_empty() && mismatched.is_empty() {
-        return Err(format!(
+        return Err(ToolError::NoData(format!(
             "no row of {} matches a row of {} (same type, redop, root and size)",
             names.1, names.0
-        ));
+        )));
     }
     let only_new = new_rows.len().saturating_sub(matched);
     text += &format!("# {matched} sizes in both runs");

@@ -5,9 +5,9 @@
 //! Program names may carry an install suffix (`all_reduce_perf_mpi`, nccl-tests' `NAME_SUFFIX`):
 //! completions are keyed on the name the shell sees, so they are generated per installed name.
 
-use std::io::Write;
 use std::path::Path;
 
+use super::ToolError;
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
 use clap_complete::{Generator, Shell};
 use clap_mangen::Man;
@@ -182,7 +182,7 @@ enum Program {
 
 /// Resolves a program name: `nccl-perf`, `nccl-perf-<subcommand>`, or a benchmark name with
 /// any install suffix.
-fn program(name: &str) -> Result<Program, String> {
+fn program(name: &str) -> Result<Program, ToolError> {
     if name == "nccl-perf" {
         return Ok(Program::Tool);
     }
@@ -202,10 +202,10 @@ fn program(name: &str) -> Result<Program, String> {
             bench,
         })
         .ok_or_else(|| {
-            format!(
+            ToolError::Usage(format!(
                 "unknown program '{name}': use nccl-perf, nccl-perf-<subcommand> or a benchmark name ({}), optionally with a suffix such as _mpi",
                 names.join(", ")
-            )
+            ))
         })
 }
 
@@ -239,11 +239,11 @@ pub fn benchmark_command(program: &str, op: &str) -> Command {
 }
 
 /// `nccl-perf completions`.
-pub fn run_completions(m: &ArgMatches) -> Result<u8, String> {
+pub fn run_completions(m: &ArgMatches) -> Result<u8, ToolError> {
     let shell = m
         .get_one::<Shell>("SHELL")
         .copied()
-        .ok_or("a shell is required")?;
+        .ok_or_else(|| ToolError::Usage("a shell is required".into()))?;
     let programs = programs(m)?;
     let dir = m.get_one::<String>("dir");
     let mut all = Vec::new();
@@ -254,9 +254,9 @@ pub fn run_completions(m: &ArgMatches) -> Result<u8, String> {
                 (name.clone(), benchmark_command(name, bench.operation))
             }
             Program::ToolSubcommand(sub) => {
-                return Err(format!(
+                return Err(ToolError::Usage(format!(
                     "no completions of their own for subcommands: nccl-perf's cover 'nccl-perf {sub}'"
-                ));
+                )));
             }
         };
         let script = completion(shell, &mut cmd, &name)?;
@@ -266,24 +266,24 @@ pub fn run_completions(m: &ArgMatches) -> Result<u8, String> {
         }
     }
     if dir.is_none() {
-        emit(&all)?;
+        super::write_stdout(&all)?;
     }
     Ok(0)
 }
 
 /// The completion script of `cmd` for `shell`, under the program name `name`.
-pub fn completion(shell: Shell, cmd: &mut Command, name: &str) -> Result<Vec<u8>, String> {
+pub fn completion(shell: Shell, cmd: &mut Command, name: &str) -> Result<Vec<u8>, ToolError> {
     cmd.set_bin_name(name);
     cmd.build();
     let mut out = Vec::new();
     shell
         .try_generate(cmd, &mut out)
-        .map_err(|e| format!("{shell} completions for {name}: {e}"))?;
+        .map_err(|e| ToolError::Generate(format!("{shell} completions for {name}: {e}")))?;
     Ok(out)
 }
 
 /// `nccl-perf man`.
-pub fn run_man(m: &ArgMatches) -> Result<u8, String> {
+pub fn run_man(m: &ArgMatches) -> Result<u8, ToolError> {
     let dir = m.get_one::<String>("dir");
     let page_arg = m.get_one::<String>("PAGE");
     let pages: Vec<Program> = match (page_arg, dir) {
@@ -304,14 +304,14 @@ pub fn run_man(m: &ArgMatches) -> Result<u8, String> {
         let (name, text) = man_page(p)?;
         match dir {
             Some(d) => write_file(d, &format!("{name}.1"), &text)?,
-            None => emit(&text)?,
+            None => super::write_stdout(&text)?,
         }
     }
     Ok(0)
 }
 
 /// The man page of a program: (page name, roff text).
-fn man_page(p: &Program) -> Result<(String, Vec<u8>), String> {
+fn man_page(p: &Program) -> Result<(String, Vec<u8>), ToolError> {
     match p {
         Program::Tool => {
             let cmd = tool_for_man();
@@ -325,7 +325,7 @@ fn man_page(p: &Program) -> Result<(String, Vec<u8>), String> {
                 .get_subcommands()
                 .find(|c| c.get_name() == sub)
                 .cloned()
-                .ok_or_else(|| format!("nccl-perf has no subcommand {sub}"))?;
+                .ok_or_else(|| ToolError::Usage(format!("nccl-perf has no subcommand {sub}")))?;
             let name = format!("nccl-perf-{sub}");
             let text = render_page(
                 &sub_cmd.display_name(name.clone()),
@@ -362,7 +362,11 @@ type Section<'a> = (&'a str, &'a [(&'a str, &'a str)]);
 /// Renders a man page: clap_mangen's title, NAME, SYNOPSIS, DESCRIPTION, OPTIONS and
 /// SUBCOMMANDS, then the command's after-help text as NOTES (clap_mangen would title it
 /// "EXTRA"), `sections` and SEE ALSO (`see_also`, section 1), then VERSION.
-fn render_page(cmd: &Command, sections: &[Section], see_also: &[&str]) -> Result<Vec<u8>, String> {
+fn render_page(
+    cmd: &Command,
+    sections: &[Section],
+    see_also: &[&str],
+) -> Result<Vec<u8>, ToolError> {
     let version = env!("CARGO_PKG_VERSION");
     // Built, the command has the arguments clap adds itself (--help, --version).
     let mut cmd = cmd.clone();
@@ -372,7 +376,7 @@ fn render_page(cmd: &Command, sections: &[Section], see_also: &[&str]) -> Result
         .source(format!("nccl-perf {version}"))
         .manual("nccl-perf");
     let mut out = Vec::new();
-    let io = |e: std::io::Error| format!("man page: {e}");
+    let io = |e: std::io::Error| ToolError::Generate(format!("man page: {e}"));
     man.render_title(&mut out).map_err(io)?;
     man.render_name_section(&mut out).map_err(io)?;
     man.render_synopsis_section(&mut out).map_err(io)?;
@@ -419,7 +423,7 @@ fn render_page(cmd: &Command, sections: &[Section], see_also: &[&str]) -> Result
 }
 
 /// The programs named on the command line, or the default ones.
-fn programs(m: &ArgMatches) -> Result<Vec<Program>, String> {
+fn programs(m: &ArgMatches) -> Result<Vec<Program>, ToolError> {
     let suffix = m.get_one::<String>("suffix").map_or("", String::as_str);
     match m.get_many::<String>("PROGRAM") {
         Some(names) => names.map(|n| program(n)).collect(),
@@ -428,23 +432,18 @@ fn programs(m: &ArgMatches) -> Result<Vec<Program>, String> {
 }
 
 /// Writes `text` to `dir/name` (creating `dir`) and says so on stderr.
-fn write_file(dir: &str, name: &str, text: &[u8]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
+fn write_file(dir: &str, name: &str, text: &[u8]) -> Result<(), ToolError> {
+    std::fs::create_dir_all(dir).map_err(|source| ToolError::Write {
+        path: dir.to_string(),
+        source,
+    })?;
     let path = Path::new(dir).join(name);
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, text).map_err(|source| ToolError::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
     eprintln!("nccl-perf: wrote {}", path.display());
     Ok(())
-}
-
-/// Writes bytes to standard output (a closed pipe is not an error).
-fn emit(bytes: &[u8]) -> Result<(), String> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(format!("standard output: {e}"))
-        }
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]
@@ -468,10 +467,10 @@ mod tests {
 
     #[test]
     fn program_names_resolve_with_suffixes() {
-        assert_eq!(program("nccl-perf"), Ok(Program::Tool));
+        assert_eq!(program("nccl-perf").ok(), Some(Program::Tool));
         assert_eq!(
-            program("nccl-perf-compare"),
-            Ok(Program::ToolSubcommand("compare".into()))
+            program("nccl-perf-compare").ok(),
+            Some(Program::ToolSubcommand("compare".into()))
         );
         let op = |name: &str| match program(name) {
             Ok(Program::Benchmark { name, bench }) => Some((name, bench.operation)),
@@ -487,7 +486,7 @@ mod tests {
         );
         assert_eq!(op("reduce_perf"), Some(("reduce_perf".into(), "Reduce")));
         let e = program("all_reduce").unwrap_err();
-        assert!(e.contains("all_reduce_perf"), "{e}");
+        assert!(e.to_string().contains("all_reduce_perf"), "{e}");
         assert!(program("nccl-perf-bogus").is_err());
     }
 

@@ -10,10 +10,12 @@
 
 mod compare;
 pub mod docs;
+mod error;
 mod metric;
 mod plot;
 
 pub use compare::{CompareOptions, Outcome, Verdict, compare};
+pub use error::ToolError;
 pub use metric::{Half, Metric};
 pub use plot::{PlotOptions, plot};
 
@@ -150,8 +152,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(matches: &ArgMatches) -> Result<u8, String> {
-    let (name, m) = matches.subcommand().ok_or("a subcommand is required")?;
+fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
+    let (name, m) = matches
+        .subcommand()
+        .ok_or_else(|| ToolError::Usage("a subcommand is required".into()))?;
     match name {
         "completions" => return docs::run_completions(m),
         "man" => return docs::run_man(m),
@@ -165,10 +169,10 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
             .map(|v| v.cloned().collect())
             .unwrap_or_default()
     };
-    let load = |paths: &[String]| -> Result<Vec<Run>, String> {
+    let load = |paths: &[String]| -> Result<Vec<Run>, ToolError> {
         let mut runs = Vec::new();
         for p in paths {
-            runs.extend(read_file(p, &options).map_err(|e| e.to_string())?);
+            runs.extend(read_file(p, &options)?);
         }
         Ok(runs)
     };
@@ -218,7 +222,7 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
                 half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
                 max_regression: m.get_one::<f64>("max-regression").copied(),
                 min_size: crate::cnum::parse_size(min_size)
-                    .map_err(|e| format!("--min-size {min_size}: {e}"))?,
+                    .map_err(|e| ToolError::Usage(format!("--min-size {min_size}: {e}")))?,
                 allow: m
                     .get_many::<String>("allow")
                     .map(|v| v.filter_map(|n| Check::from_name(n)).collect())
@@ -233,7 +237,7 @@ fn run(matches: &ArgMatches) -> Result<u8, String> {
                 Verdict::Ok => 0,
             })
         }
-        other => Err(format!("unknown subcommand {other}")),
+        other => Err(ToolError::Usage(format!("unknown subcommand {other}"))),
     }
 }
 
@@ -286,8 +290,12 @@ pub fn report(runs: &[Run], format: &str) -> String {
 }
 
 /// `WIDTHxHEIGHT` in pixels, each from 200 to 10000.
-fn image_size(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("--size {s}: expected WIDTHxHEIGHT, e.g. 1000x600 (200 to 10000 each)");
+fn image_size(s: &str) -> Result<(u32, u32), ToolError> {
+    let bad = || {
+        ToolError::Usage(format!(
+            "--size {s}: expected WIDTHxHEIGHT, e.g. 1000x600 (200 to 10000 each)"
+        ))
+    };
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
     let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
     if !(200..=10_000).contains(&w) || !(200..=10_000).contains(&h) {
@@ -297,17 +305,24 @@ fn image_size(s: &str) -> Result<(u32, u32), String> {
 }
 
 /// Writes `text` to the file, or to standard output (a closed pipe is not an error).
-fn emit(path: Option<&String>, text: &str) -> Result<(), String> {
+fn emit(path: Option<&String>, text: &str) -> Result<(), ToolError> {
     match path {
-        Some(p) => std::fs::write(p, text).map_err(|e| format!("{p}: {e}")),
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(format!("standard output: {e}"))
-                }
-                _ => Ok(()),
-            }
-        }
+        Some(p) => std::fs::write(p, text).map_err(|source| ToolError::Write {
+            path: p.clone(),
+            source,
+        }),
+        None => write_stdout(text.as_bytes()),
+    }
+}
+
+/// Writes bytes to standard output (a closed pipe is not an error).
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), ToolError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Err(source) if source.kind() != std::io::ErrorKind::BrokenPipe => Err(ToolError::Write {
+            path: "standard output".into(),
+            source,
+        }),
+        _ => Ok(()),
     }
 }

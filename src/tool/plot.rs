@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+use super::error::ToolError;
 use super::metric::{Half, Metric};
 use crate::report::run::Run;
 
@@ -54,11 +55,13 @@ const COLOURS: [RGBColor; 10] = [
 
 /// Draws `runs` into `options.output`. Returns notes for stderr (e.g. a metric that is 0
 /// everywhere).
-pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, String> {
+pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, ToolError> {
     let series = build_series(runs, options);
     let mut notes = Vec::new();
     if series.iter().all(|s| s.points.is_empty()) {
-        return Err("nothing to plot: no row has a size above 0 and a finite value".into());
+        return Err(ToolError::NoData(
+            "nothing to plot: no row has a size above 0 and a finite value".into(),
+        ));
     }
     if options.metric != Metric::Time && series.iter().all(|s| s.points.iter().all(|p| p.1 == 0.0))
     {
@@ -72,21 +75,27 @@ pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, String> 
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
     let out = options.output.as_str();
     let lower = out.to_ascii_lowercase();
+    let not_an_image =
+        || ToolError::Usage(format!("{out}: the output name must end in .svg or .png"));
     if !(lower.ends_with(".svg") || lower.ends_with(".png")) {
-        return Err(format!("{out}: the output name must end in .svg or .png"));
+        return Err(not_an_image());
     }
+    let drawing = |message: String| ToolError::Draw {
+        path: out.to_string(),
+        message,
+    };
     // The drawing backends report a missing folder as a nested error chain: find it first.
-    std::fs::File::create(out).map_err(|e| format!("{out}: cannot create the image: {e}"))?;
+    std::fs::File::create(out).map_err(|e| drawing(format!("cannot create the image: {e}")))?;
     if lower.ends_with(".svg") {
         let root = SVGBackend::new(out, options.size).into_drawing_area();
         draw(&root, &series, options)?;
-        root.present().map_err(|e| format!("{out}: {e}"))?;
+        root.present().map_err(|e| drawing(e.to_string()))?;
     } else if lower.ends_with(".png") {
         let root = BitMapBackend::new(out, options.size).into_drawing_area();
         draw(&root, &series, options)?;
-        root.present().map_err(|e| format!("{out}: {e}"))?;
+        root.present().map_err(|e| drawing(e.to_string()))?;
     } else {
-        return Err(format!("{out}: the output name must end in .svg or .png"));
+        return Err(not_an_image());
     }
     Ok(notes)
 }
@@ -151,8 +160,11 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     series: &[Series],
     options: &PlotOptions,
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("{}: {e}", options.output);
+) -> Result<(), ToolError> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| ToolError::Draw {
+        path: options.output.clone(),
+        message: e.to_string(),
+    };
     let points = series.iter().flat_map(|s| s.points.iter());
     let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in points {

@@ -1,8 +1,44 @@
 //! Reading single lines of a log: launcher prefixes, and the header, device, table-header, row
 //! and footer lines of nccl-tests (v2.19.6 and older layouts, spec §3.9). Each reader returns
-//! `Err(message)`; the caller adds file and line.
+//! a [`LineError`]; the caller adds file and line.
 
 use crate::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
+
+/// What is wrong with one line of a log (the caller adds the file and the line number).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// A number whose exponent did not fit the column.
+    #[error("{what} '{token}' is cut short (the exponent did not fit the column)")]
+    CutShort {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// Not a number.
+    #[error("{what} '{token}' is not a number")]
+    NotANumber {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// Not an integer.
+    #[error("{what} '{token}' is not an integer")]
+    NotAnInteger {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// A line that lacks a part or has one in the wrong shape, described.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+fn malformed(what: &str) -> LineError {
+    LineError::Malformed(what.to_string())
+}
 
 /// Which process wrote a line, from its launcher prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -83,23 +119,26 @@ pub fn is_failure(line: &str) -> bool {
 
 /// A number as printed in a table (fit-to-width, `%g`, legacy `%6.2f`): `nan`/`-nan` keep their
 /// sign bit; an exponent cut short by the column width is refused.
-pub fn number(token: &str, what: &str) -> Result<f64, String> {
+pub fn number(token: &str, what: &str) -> Result<f64, LineError> {
     if let Some((_, exp)) = token.split_once(['e', 'E'])
         && exp.trim_start_matches(['+', '-']).len() < 2
     {
-        return Err(format!(
-            "{what} '{token}' is cut short (the exponent did not fit the column)"
-        ));
+        return Err(LineError::CutShort {
+            what: what.to_string(),
+            token: token.to_string(),
+        });
     }
-    token
-        .parse::<f64>()
-        .map_err(|_| format!("{what} '{token}' is not a number"))
+    token.parse::<f64>().map_err(|_| LineError::NotANumber {
+        what: what.to_string(),
+        token: token.to_string(),
+    })
 }
 
-fn integer<T: std::str::FromStr>(token: &str, what: &str) -> Result<T, String> {
-    token
-        .parse()
-        .map_err(|_| format!("{what} '{token}' is not an integer"))
+fn integer<T: std::str::FromStr>(token: &str, what: &str) -> Result<T, LineError> {
+    token.parse().map_err(|_| LineError::NotAnInteger {
+        what: what.to_string(),
+        token: token.to_string(),
+    })
 }
 
 /// nccl-tests' defaults, for what a header does not show.
@@ -130,7 +169,7 @@ pub fn default_info() -> RunInfo {
 /// iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0`, read as key/value pairs
 /// so that older versions (no `unalign:`, no `agg iters:`) are read too. `program` is set by
 /// the caller.
-pub fn parameters(line: &str) -> Result<RunInfo, String> {
+pub fn parameters(line: &str) -> Result<RunInfo, LineError> {
     let mut info = default_info();
     let mut key = String::new();
     let mut seen = Vec::new();
@@ -163,17 +202,17 @@ pub fn parameters(line: &str) -> Result<RunInfo, String> {
     }
     for required in ["nThread", "nGpus", "minBytes", "maxBytes", "step:"] {
         if !seen.iter().any(|k| k == required) {
-            return Err(format!(
+            return Err(LineError::Malformed(format!(
                 "parameter line without '{}'",
                 required.trim_end_matches(':')
-            ));
+            )));
         }
     }
     Ok(info)
 }
 
-fn step(token: &str) -> Result<Step, String> {
-    let bad = || format!("step '{token}' is not N(factor) or N(bytes)");
+fn step(token: &str) -> Result<Step, LineError> {
+    let bad = || LineError::Malformed(format!("step '{token}' is not N(factor) or N(bytes)"));
     let (n, kind) = token.split_once('(').ok_or_else(bad)?;
     let n: u64 = n.parse().map_err(|_| bad())?;
     match kind {
@@ -185,26 +224,26 @@ fn step(token: &str) -> Result<Step, String> {
 
 /// A device line: `#  Rank  0 Group  0 Pid   1254 on         vm device  0 [0000:00:06] NVIDIA
 /// H200`; older layouts without `Group` and with `[0x06]` (bus only) are read too.
-pub fn device(line: &str) -> Result<DeviceInfo, String> {
+pub fn device(line: &str) -> Result<DeviceInfo, LineError> {
     let body = line.trim_start_matches('#');
     let (fields, rest) = body
         .split_once('[')
-        .ok_or("device line without '[pci address]'")?;
+        .ok_or_else(|| malformed("device line without '[pci address]'"))?;
     let (pci, name) = rest
         .split_once(']')
-        .ok_or("device line without ']' after the pci address")?;
+        .ok_or_else(|| malformed("device line without ']' after the pci address"))?;
     let tokens: Vec<&str> = fields.split_whitespace().collect();
-    let value = |key: &str| -> Result<Option<&str>, String> {
+    let value = |key: &str| -> Result<Option<&str>, LineError> {
         match tokens.iter().position(|t| *t == key) {
             None => Ok(None),
             Some(i) => match tokens.get(i + 1) {
                 Some(v) => Ok(Some(*v)),
-                None => Err(format!("device line: '{key}' without a value")),
+                None => Err(malformed(&format!("device line: '{key}' without a value"))),
             },
         }
     };
-    let required = |key: &str| -> Result<&str, String> {
-        value(key)?.ok_or_else(|| format!("device line without '{key}'"))
+    let required = |key: &str| -> Result<&str, LineError> {
+        value(key)?.ok_or_else(|| malformed(&format!("device line without '{key}'")))
     };
     // The host name is right-aligned in 10 columns and may be empty: it is what stands between
     // `on` and `device`.
@@ -212,7 +251,7 @@ pub fn device(line: &str) -> Result<DeviceInfo, String> {
     let dev = tokens.iter().rposition(|t| *t == "device");
     let hostname = match (on, dev) {
         (Some(a), Some(b)) if b > a => tokens[a + 1..b].join(" "),
-        _ => return Err("device line without 'on <host> device <n>'".into()),
+        _ => return Err(malformed("device line without 'on <host> device <n>'")),
     };
     let (pci_domain, pci_bus, pci_device) = pci_address(pci.trim())?;
     Ok(DeviceInfo {
@@ -234,16 +273,19 @@ pub fn device(line: &str) -> Result<DeviceInfo, String> {
     })
 }
 
-fn pci_address(s: &str) -> Result<(u32, u32, u32), String> {
+fn pci_address(s: &str) -> Result<(u32, u32, u32), LineError> {
     let hex = |h: &str| {
-        u32::from_str_radix(h, 16).map_err(|_| format!("pci address '[{s}]' is not hexadecimal"))
+        u32::from_str_radix(h, 16)
+            .map_err(|_| malformed(&format!("pci address '[{s}]' is not hexadecimal")))
     };
     if let Some(bus) = s.strip_prefix("0x") {
         return Ok((0, hex(bus)?, 0));
     }
     match s.split(':').collect::<Vec<_>>()[..] {
         [d, b, v] => Ok((hex(d)?, hex(b)?, hex(v)?)),
-        _ => Err(format!("pci address '[{s}]' is not domain:bus:device")),
+        _ => Err(malformed(&format!(
+            "pci address '[{s}]' is not domain:bus:device"
+        ))),
     }
 }
 
@@ -340,18 +382,18 @@ pub fn is_names_line(line: &str) -> bool {
 /// A data row. A row with one token fewer than the columns call for has an empty op column
 /// (hypercube; alltoall in older layouts). A table without `redop` gives op `none` and one
 /// without `root` root -1, as v2.19.6 prints them for those collectives.
-pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, String> {
+pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, LineError> {
     let mut t: Vec<&str> = line.split_whitespace().collect();
     let want = columns.tokens();
     if t.len() + 1 == want && columns.redop {
         t.insert(3, "");
     }
     if t.len() != want {
-        return Err(format!(
+        return Err(LineError::Malformed(format!(
             "a row of this table has {want} fields ({}), this line has {}",
             columns.describe(),
             t.len()
-        ));
+        )));
     }
     let (op, rest) = if columns.redop {
         (t[3].to_string(), 4)
@@ -381,15 +423,14 @@ pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, 
     })
 }
 
-fn half(t: &[&str], which: &str) -> Result<HalfResult, String> {
+fn half(t: &[&str], which: &str) -> Result<HalfResult, LineError> {
     let num = |i: usize, name: &str| number(t[i], &format!("{which} {name}"));
     // Older layouts mark an `error` beyond the tolerance with a trailing `*`.
     let wrong = match t[3].trim_end_matches('*') {
         "N/A" => None,
-        w => Some(
-            number(w, "")
-                .map_err(|_| format!("{which} #wrong '{}' is not a number or N/A", t[3]))?,
-        ),
+        w => Some(number(w, "").map_err(|_| {
+            malformed(&format!("{which} #wrong '{}' is not a number or N/A", t[3]))
+        })?),
     };
     let per_iter = if t.len() > 4 {
         let (min, max, p99, cv) = (
@@ -424,14 +465,14 @@ fn half(t: &[&str], which: &str) -> Result<HalfResult, String> {
 }
 
 /// `# Out of bounds values : N OK|FAILED` → N.
-pub fn out_of_bounds(line: &str) -> Result<u64, String> {
+pub fn out_of_bounds(line: &str) -> Result<u64, LineError> {
     let value = after_colon(line);
     let n = value.split_whitespace().next().unwrap_or("");
     integer(n, "out-of-bounds count")
 }
 
 /// `# Avg bus bandwidth    : X <status>` → (X, status: None for none, else OK/FAILED).
-pub fn average(line: &str) -> Result<(f64, Option<bool>), String> {
+pub fn average(line: &str) -> Result<(f64, Option<bool>), LineError> {
     let value = after_colon(line);
     let mut t = value.split_whitespace();
     let avg = number(t.next().unwrap_or(""), "average bus bandwidth")?;
@@ -440,9 +481,9 @@ pub fn average(line: &str) -> Result<(f64, Option<bool>), String> {
         Some("OK") => Some(true),
         Some("FAILED") => Some(false),
         Some(s) => {
-            return Err(format!(
+            return Err(malformed(&format!(
                 "average bus bandwidth status '{s}' is not OK or FAILED"
-            ));
+            )));
         }
     };
     Ok((avg, status))

@@ -17,7 +17,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-use lines::{Columns, Stream};
+use lines::{Columns, LineError, Stream};
 
 use super::Summary;
 use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
@@ -142,7 +142,7 @@ impl<'a> Parser<'a> {
                     return Ok(());
                 }
                 Ok(Step::Over) => self.close(test, n)?,
-                Err(message) => return Err(ReadError::at(self.file, n, message)),
+                Err(message) => return Err(ReadError::at(self.file, n, message.to_string())),
             }
         }
         self.outside(n, text)
@@ -202,7 +202,7 @@ impl<'a> Parser<'a> {
             if let Some(mut test) = self.current.take() {
                 let step = self.in_test(&mut test, text);
                 self.current = Some(test);
-                step.map_err(|m| ReadError::at(self.file, n, m))?;
+                step.map_err(|m| ReadError::at(self.file, n, m.to_string()))?;
             }
         } else if lines::is_names_line(text) {
             // A table shown without the lines above it (an excerpt in a document or a ticket).
@@ -213,7 +213,7 @@ impl<'a> Parser<'a> {
                 test.has_parameters = true;
                 test.stage = Stage::Devices;
                 let step = self.in_test_current(text);
-                step.map_err(|m| ReadError::at(self.file, n, m))?;
+                step.map_err(|m| ReadError::at(self.file, n, m.to_string()))?;
             }
         } else if let Some(program) = lines::command_program(text) {
             self.command = Some(program);
@@ -221,7 +221,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn in_test_current(&mut self, text: &str) -> Result<Step, String> {
+    fn in_test_current(&mut self, text: &str) -> Result<Step, LineError> {
         let Some(mut test) = self.current.take() else {
             return Ok(Step::Over);
         };
@@ -272,7 +272,7 @@ impl<'a> Parser<'a> {
     }
 
     /// One line inside `test`; `Err` is a message for line `n`.
-    fn in_test(&self, test: &mut Test, text: &str) -> Result<Step, String> {
+    fn in_test(&self, test: &mut Test, text: &str) -> Result<Step, LineError> {
         let run = &mut test.run;
         let extra = |run: &mut Run| {
             let at = run.rows.len();
@@ -318,11 +318,11 @@ impl<'a> Parser<'a> {
                     run.devices.push(lines::device(text)?);
                 } else if let Some(rest) = text.strip_prefix("# Reducing maxBytes to ") {
                     let value = rest.split_whitespace().next().unwrap_or("");
-                    run.text.memory_clamp = Some(
-                        value
-                            .parse()
-                            .map_err(|_| format!("maxBytes '{value}' is not an integer"))?,
-                    );
+                    run.text.memory_clamp =
+                        Some(value.parse().map_err(|_| LineError::NotAnInteger {
+                            what: "maxBytes".into(),
+                            token: value.to_string(),
+                        })?);
                 } else if lines::is_names_line(text) {
                     test.columns = Columns::from_names(text);
                     run.text.error_column = test.columns.error;
@@ -367,11 +367,11 @@ impl<'a> Parser<'a> {
                 } else if text.trim().is_empty() {
                     Ok(Step::Taken)
                 } else {
-                    Err(format!(
+                    Err(LineError::Malformed(format!(
                         "expected '# Avg bus bandwidth' after '# Out of bounds values', found \
                          '{}'",
                         shorten(text)
-                    ))
+                    )))
                 }
             }
             Stage::Closing => Ok(closing_line(test, text)),
@@ -381,7 +381,7 @@ impl<'a> Parser<'a> {
 }
 
 /// A line between `Collective test starting` and `# Using devices`.
-fn header_line(test: &mut Test, text: &str) -> Result<Step, String> {
+fn header_line(test: &mut Test, text: &str) -> Result<Step, LineError> {
     let run = &mut test.run;
     if text.starts_with("# nThread ") {
         let program = std::mem::take(&mut run.info.program);
@@ -400,15 +400,18 @@ fn header_line(test: &mut Test, text: &str) -> Result<Step, String> {
         run.info.per_iter = true;
         if let Some((_, k)) = rest.split_once("summary skips first ") {
             let k = k.split_whitespace().next().unwrap_or("");
-            run.info.per_iter_skip = k
-                .parse()
-                .map_err(|_| format!("skipped iterations '{k}' is not an integer"))?;
+            run.info.per_iter_skip = k.parse().map_err(|_| LineError::NotAnInteger {
+                what: "skipped iterations".into(),
+                token: k.to_string(),
+            })?;
         }
     } else if text.starts_with("# Parallel Init Enabled") {
         run.info.parallel_init = true;
     } else if text == "# Using devices" {
         if !test.has_parameters {
-            return Err("'# Using devices' before the '# nThread ...' parameter line".into());
+            return Err(LineError::Malformed(
+                "'# Using devices' before the '# nThread ...' parameter line".into(),
+            ));
         }
         test.stage = Stage::Devices;
     } else if text != "#" && !(text.starts_with('#') && text.contains("out-of-place")) {
