@@ -12,19 +12,19 @@
 #[allow(unsafe_code)]
 pub mod bootstrap;
 pub mod cli;
-pub mod cnum;
+mod cnum;
 pub mod collective;
-pub mod environment;
+mod environment;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod gpu;
 #[allow(unsafe_code)]
-pub mod host;
+mod host;
 pub mod locate;
 pub mod options;
 pub mod report;
 pub mod runner;
-pub mod sweep;
+mod sweep;
 pub mod tool;
 pub mod types;
 pub mod verify;

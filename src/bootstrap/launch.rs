@@ -176,6 +176,7 @@ fn identity(launcher: &str, ids: &[Option<String>]) -> String {
 
 /// The number of processes an MPI-style launcher says it started, and its variable, if any.
 /// Used to catch an MPI library that does not match the launcher (world size 1 under mpirun).
+#[cfg(any(feature = "mpi", test))]
 pub fn launcher_size(env: Env) -> Option<(&'static str, usize)> {
     [
         "OMPI_COMM_WORLD_SIZE",

@@ -1,18 +1,18 @@
 //! How the processes of a run find each other. The runner only sees the [`Bootstrap`] trait and
 //! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI (`mpi::MpiBootstrap`,
-//! feature `mpi`) or a launcher's environment with a TCP rendezvous ([`tcp::TcpBootstrap`]).
-//! [`launch`] decides which, from the environment.
+//! feature `mpi`) or a launcher's environment with a TCP rendezvous (`tcp::TcpBootstrap`).
+//! `launch` decides which, from the environment.
 
-pub mod auth;
-pub mod fingerprint;
-pub mod launch;
-pub mod local;
+mod auth;
+pub(crate) mod fingerprint;
+mod launch;
+pub(crate) mod local;
 #[cfg(feature = "mpi")]
-pub mod mpi;
-pub mod nodelist;
-pub mod peer_text;
-pub mod split;
-pub mod tcp;
+mod mpi;
+mod nodelist;
+pub(crate) mod peer_text;
+mod split;
+pub(crate) mod tcp;
 
 use crate::environment;
 use crate::error::{Error, Result};
@@ -110,7 +110,7 @@ pub trait Bootstrap: Sync {
     fn fail(&self, _err: &Error) {}
 }
 
-/// Sets up the bootstrap this process was launched for (see [`launch::detect`] for the
+/// Sets up the bootstrap this process was launched for (see `launch::detect` for the
 /// precedence), reading the process environment. Call after the options are parsed; `run` is
 /// what this process runs, which every process must share.
 pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {

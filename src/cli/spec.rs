@@ -25,21 +25,6 @@ pub enum Value {
     File,
 }
 
-impl Value {
-    /// How the documentation table names the value.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Value::Flag => "",
-            Value::Integer => "integer",
-            Value::Switch => "0 or 1",
-            Value::Size => "bytes (K, M, G)",
-            Value::DataType => "type name or all",
-            Value::Op => "op name or all",
-            Value::File => "file",
-        }
-    }
-}
-
 /// The value an option has when it is not given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefaultValue {

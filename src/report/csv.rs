@@ -22,11 +22,6 @@ pub fn writing_line(path: &Path) -> String {
     format!("# Writing CSV output to {}\n", path.display())
 }
 
-/// `# skipping csv output; <path> not accessible`, printed when the file cannot be created.
-pub fn skipping_line(path: &Path) -> String {
-    format!("# skipping csv output; {} not accessible\n", path.display())
-}
-
 /// Which optional columns a CSV has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Columns {

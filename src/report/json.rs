@@ -23,7 +23,7 @@ pub mod of_run;
 pub mod read;
 mod schema;
 
-pub use env::{ALLOWED_NAMES, ALLOWED_PREFIXES, SECRET_WORDS, filtered_env};
+pub use env::filtered_env;
 pub use schema::{Device, ExtraLine, LogJson};
 
 use std::collections::HashSet;
@@ -72,14 +72,6 @@ pub fn open_exclusive(path: &Path) -> io::Result<(File, PathBuf)> {
 /// `# Writing JSON output to <path>`, printed before the report header once the file is open.
 pub fn writing_line(path: &Path) -> String {
     format!("# Writing JSON output to {}\n", path.display())
-}
-
-/// `# skipping json output; <path> not accessible`, printed when the file cannot be created.
-pub fn skipping_line(path: &Path) -> String {
-    format!(
-        "# skipping json output; {} not accessible\n",
-        path.display()
-    )
 }
 
 /// The JSON document of one run: created at the start, fed every row, rendered at the end.

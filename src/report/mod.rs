@@ -5,13 +5,13 @@
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
 //! and `json::read` JSON files into [`run::Run`]s; `markdown` renders them for documents.
 
-pub mod csv;
+pub(crate) mod csv;
 pub mod format;
 pub mod health;
 pub mod json;
-pub mod markdown;
+pub(crate) mod markdown;
 pub mod parse;
-pub mod read;
+pub(crate) mod read;
 pub mod run;
 pub mod table;
 

@@ -2,15 +2,15 @@
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
 mod dry_run;
-pub mod fault;
+mod fault;
 mod graph;
 pub mod interrupt;
 mod measure;
 mod op;
 #[allow(unsafe_code)]
 mod output;
-pub mod per_iter;
-pub mod placement;
+mod per_iter;
+mod placement;
 pub mod setup;
 #[cfg(feature = "test-hooks")]
 mod stall;

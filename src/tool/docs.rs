@@ -54,8 +54,10 @@ fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
 }
 
 /// `docs/options.md`: the benchmarks' options and environment variables as tables, made from
-/// [`crate::cli::OPTIONS`] and [`crate::environment`] (a test keeps the file current).
-pub fn options_markdown() -> String {
+/// [`crate::cli::OPTIONS`] and [`crate::environment`] (its test keeps the file current and
+/// rewrites it with `UPDATE_DOCS=1`).
+#[cfg(test)]
+fn options_markdown() -> String {
     use crate::cli::{DefaultValue, OPTIONS, Value};
     use crate::environment::{Audience, LAUNCHERS, VARIABLES};
     let cell = |s: &str| {
@@ -83,7 +85,7 @@ pub fn options_markdown() -> String {
         };
         md += &format!(
             "| {flags} | {} | {} | {} |\n",
-            o.value.describe(),
+            describe(o.value),
             cell(&default),
             cell(o.help)
         );
@@ -101,6 +103,21 @@ pub fn options_markdown() -> String {
         md += &format!("| {} | {} |\n", names.join(", "), cell(help));
     }
     md
+}
+
+/// How the documentation table names a kind of value.
+#[cfg(test)]
+fn describe(value: crate::cli::Value) -> &'static str {
+    use crate::cli::Value;
+    match value {
+        Value::Flag => "",
+        Value::Integer => "integer",
+        Value::Switch => "0 or 1",
+        Value::Size => "bytes (K, M, G)",
+        Value::DataType => "type name or all",
+        Value::Op => "op name or all",
+        Value::File => "file",
+    }
 }
 
 /// The exit codes of the benchmarks, as nccl-tests documents them.

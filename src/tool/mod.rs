@@ -1,6 +1,6 @@
 //! The `nccl-perf` companion tool: turns text logs and `-J` JSON files of nccl-tests and of our
 //! benchmarks into JSON, tables (text, CSV, Markdown), plots and regression verdicts, and
-//! prints shell completions and man pages of itself and the benchmarks ([`docs`]). It needs
+//! prints shell completions and man pages of itself and the benchmarks (`docs`). It needs
 //! no GPU.
 //!
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
@@ -9,15 +9,15 @@
 //! ([`crate::report::health`]), 4 `compare` of runs that measured different things.
 
 mod compare;
-pub mod docs;
+mod docs;
 mod error;
 mod metric;
 mod plot;
 
-pub use compare::{CompareOptions, Outcome, Verdict, compare};
-pub use error::ToolError;
-pub use metric::{Half, Metric};
-pub use plot::{PlotOptions, plot};
+use compare::{CompareOptions, Verdict, compare};
+use error::ToolError;
+use metric::{Half, Metric};
+use plot::{PlotOptions, plot};
 
 use std::io::Write;
 use std::process::ExitCode;

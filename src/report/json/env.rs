@@ -44,8 +44,8 @@ pub const SECRET_WORDS: &[&str] = &[
 ];
 
 /// The `NAME=value` strings of the variables of `vars` that describe the run, in the order
-/// given: names in [`ALLOWED_NAMES`] or starting with one of [`ALLOWED_PREFIXES`], minus any
-/// name containing one of [`SECRET_WORDS`].
+/// given: names in `ALLOWED_NAMES` or starting with one of `ALLOWED_PREFIXES`, minus any
+/// name containing one of `SECRET_WORDS`.
 ///
 /// Pass `std::env::vars_os()` converted lossily (`std::env::vars()` panics on a non-UTF-8
 /// variable).
