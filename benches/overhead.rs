@@ -23,10 +23,7 @@
 //! a lower bound of nccl-tests' own per-operation host work.
 
 use nccl_perf::bootstrap::SingleProcess;
-use nccl_perf::collective::{
-    AllGather, AllReduce, AllToAll, AllToAllV, Broadcast, Collective, Counts, Gather, Hypercube,
-    Reduce, ReduceScatter, Scatter, SendRecv,
-};
+use nccl_perf::collective::{Counts, all};
 use nccl_perf::gpu::{driver, nccl::Nccl};
 use nccl_perf::options::Options;
 use nccl_perf::runner::setup::{self, BufferSizes, Gpu};
@@ -57,22 +54,6 @@ fn schedule(bytes: u64, quick: bool) -> (u64, usize) {
     } else {
         (iters, repeats)
     }
-}
-
-fn all() -> Vec<Box<dyn Collective>> {
-    vec![
-        Box::new(AllReduce),
-        Box::new(AllGather),
-        Box::new(Broadcast),
-        Box::new(Reduce),
-        Box::new(ReduceScatter),
-        Box::new(AllToAll),
-        Box::new(AllToAllV::generated(1.0)),
-        Box::new(Gather),
-        Box::new(Scatter),
-        Box::new(SendRecv),
-        Box::new(Hypercube),
-    ]
 }
 
 fn median(v: &mut [f64]) -> f64 {

@@ -9,19 +9,15 @@
 //! not accept (unmatched sends, groups that differ between ranks, peers out of range).
 
 use crate::generator::{expected_bits, fold_bits, input_bits, tolerance};
-use nccl_perf::collective::{Base, Buffer, Collective, Fill, FillCtx, Geometry, Natives, Step};
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf::collective::{
+    Base, Buffer, Collective, Fill, FillCtx, Geometry, Natives, Step, plan_steps,
+};
 
-/// The steps `coll` plans for `g`.
+/// The steps `coll` plans for `g`; panics if planning fails (a test failure).
 pub fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
-    let mut steps = Vec::new();
-    coll.plan(g, &mut |s| {
-        steps.push(s);
-        Ok(())
-    })
-    .expect("planning succeeds");
-    steps
+    plan_steps(coll, g).expect("planning succeeds")
 }
+use nccl_perf::types::{DataType, RedOp};
 
 /// One simulated measurement.
 #[derive(Debug, Clone, Copy)]

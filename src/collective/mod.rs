@@ -328,14 +328,19 @@ pub trait Collective: Sync {
     fn fills(&self, f: &FillCtx) -> Vec<Fill>;
 }
 
-/// The steps `coll` plans for `g` (unit tests).
-#[cfg(test)]
-pub(crate) fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
+/// The steps `coll` plans for `g`, collected (the runner binds them as they are planned; the
+/// tests and the test oracle's replay look at them whole).
+pub fn plan_steps(coll: &dyn Collective, g: &Geometry) -> Result<Vec<Step>> {
     let mut steps = Vec::new();
     coll.plan(g, &mut |s| {
         steps.push(s);
         Ok(())
-    })
-    .expect("planning succeeds");
-    steps
+    })?;
+    Ok(steps)
+}
+
+/// [`plan_steps`] of a plan that must succeed (unit tests).
+#[cfg(test)]
+pub(crate) fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
+    plan_steps(coll, g).expect("planning succeeds")
 }

@@ -68,10 +68,7 @@ impl Worker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::{
-        AllGather, AllReduce, AllToAll, AllToAllV, Broadcast, Buffer, Collective, Fill, FillCtx,
-        Gather, Hypercube, Reduce, ReduceScatter, Scatter, SendRecv,
-    };
+    use crate::collective::{AllToAllV, Buffer, Fill, FillCtx};
     use crate::gpu::op::check_ranges;
     use crate::types::RedOp;
 
@@ -100,26 +97,16 @@ mod tests {
     /// buffers sized as the runner sizes them (`buffer_sizes`) and the shifts of the rotation.
     #[test]
     fn every_bound_operation_stays_inside_its_buffers() {
-        let colls: Vec<Box<dyn Collective>> = vec![
-            Box::new(AllReduce),
-            Box::new(AllGather),
-            Box::new(Broadcast),
-            Box::new(Reduce),
-            Box::new(ReduceScatter),
-            Box::new(AllToAll),
-            Box::new(AllToAllV::generated(1.0)),
-            Box::new(AllToAllV::generated(0.0)),
-            // Matrix traffic (needs -b = -e): a small uneven 3x3 and an 8x8.
-            Box::new(
-                AllToAllV::from_matrix_text("m3", "0 100 200\n48 0 16\n1000 1000 0\n", 1.0)
-                    .unwrap(),
-            ),
-            Box::new(AllToAllV::from_matrix_text("m8", &matrix8(), 1.0).unwrap()),
-            Box::new(Gather),
-            Box::new(Scatter),
-            Box::new(SendRecv),
-            Box::new(Hypercube),
-        ];
+        // Every benchmark, and alltoallv's other traffic: uniform, and matrices (they need
+        // -b = -e): a small uneven 3x3 and an 8x8.
+        let mut colls = crate::collective::all();
+        colls.push(Box::new(AllToAllV::generated(0.0)));
+        colls.push(Box::new(
+            AllToAllV::from_matrix_text("m3", "0 100 200\n48 0 16\n1000 1000 0\n", 1.0).unwrap(),
+        ));
+        colls.push(Box::new(
+            AllToAllV::from_matrix_text("m8", &matrix8(), 1.0).unwrap(),
+        ));
         // (min, max, step bytes, step factor)
         let sweeps = [
             (0, 4096, 0, 2),
