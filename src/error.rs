@@ -98,9 +98,9 @@ pub enum Error {
     /// failure is the one reported.
     #[error("stopped: another thread of this process failed")]
     ThreadStopped,
-    /// A panic (a bug), already reported on stderr by the panic hook; the run ended cleanly
-    /// after it.
-    #[error("internal error (reported above)")]
+    /// A panic (a bug), reported on stderr by the panic hook of the process that hit it; the run
+    /// ends as after any failure (this text is what other processes are told).
+    #[error("internal error (a bug in nccl-perf; its message is on that process' stderr)")]
     Panicked,
     /// Run-time compilation of the validation kernels failed.
     #[error("{0}")]
