@@ -3,7 +3,7 @@
 //! the others connect with bounded retries. The door (`door.rs`) serves the connections.
 
 use super::door::{Arrival, Door, Next};
-use super::wire::{self, Decoder, Encoder, RecvError};
+use super::wire::{self, Decoder, Encoder, RecvError, WireError};
 use super::{Peer, TcpBootstrap, abort_all, abort_launch, beat, failure, rank_list, secs};
 use crate::bootstrap::auth;
 use crate::bootstrap::fingerprint::{self, Fingerprint};
@@ -50,10 +50,10 @@ impl Hello {
     }
 
     /// Reads a hello; strings are cleaned and bounded.
-    fn decode(body: &[u8]) -> std::result::Result<Hello, String> {
+    fn decode(body: &[u8]) -> std::result::Result<Hello, WireError> {
         let mut d = Decoder(body);
         if d.u32()? != wire::MAGIC {
-            return Err("not a hello of this nccl-perf protocol version".into());
+            return Err(WireError::NotOurs);
         }
         let (rank, size) = (d.u64()?, d.u64()?);
         let local_rank = usize::try_from(d.i64()?).ok();
@@ -61,7 +61,7 @@ impl Hello {
         let host = peer_text::host(&d.str()?);
         let n = d.u32()? as usize;
         if n > fingerprint::MAX_ITEMS {
-            return Err(format!("a description of {n} items"));
+            return Err(WireError::TooManyItems(n));
         }
         let items = (0..n)
             .map(|_| d.str())
@@ -359,7 +359,7 @@ impl TcpBootstrap {
                     }
                     None => "rank 0 dropped the connection before the welcome".to_string(),
                 },
-                Err(e) => e,
+                Err(e) => e.to_string(),
             };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -500,17 +500,44 @@ fn listen(launch: &TcpLaunch) -> Result<TcpListener> {
     })
 }
 
-fn try_connect(host: &str, port: u16, deadline: Instant) -> std::result::Result<TcpStream, String> {
+/// Why a connection to rank 0 could not be made (this attempt; the caller retries).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    /// The host name does not resolve.
+    #[error("cannot resolve {host}: {source}")]
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
+    /// It resolves to nothing.
+    #[error("{0} has no address")]
+    NoAddress(String),
+    /// The last address tried refused or timed out.
+    #[error("{addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+fn try_connect(
+    host: &str,
+    port: u16,
+    deadline: Instant,
+) -> std::result::Result<TcpStream, ConnectError> {
     let addrs = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let mut last = format!("{host} has no address");
-    for a in addrs {
+        .map_err(|source| ConnectError::Resolve {
+            host: host.to_string(),
+            source,
+        })?;
+    let mut last = ConnectError::NoAddress(host.to_string());
+    for addr in addrs {
         let left = deadline.saturating_duration_since(Instant::now());
         let wait = left.clamp(Duration::from_millis(10), Duration::from_secs(2));
-        match TcpStream::connect_timeout(&a, wait) {
+        match TcpStream::connect_timeout(&addr, wait) {
             Ok(s) => return Ok(s),
-            Err(e) => last = format!("{a}: {e}"),
+            Err(source) => last = ConnectError::Connect { addr, source },
         }
     }
     Err(last)

@@ -227,44 +227,61 @@ impl Encoder {
     }
 }
 
+/// Why a message body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The body ends before the field.
+    #[error("truncated message")]
+    Truncated,
+    /// A text field that is not UTF-8.
+    #[error("invalid text in message")]
+    BadText,
+    /// A hello of another protocol (or version), or none at all.
+    #[error("not a hello of this nccl-perf protocol version")]
+    NotOurs,
+    /// A run description longer than any process of ours sends.
+    #[error("a description of {0} items")]
+    TooManyItems(usize),
+}
+
 /// Reads a message body front to back.
 pub struct Decoder<'a>(pub &'a [u8]);
 
 impl Decoder<'_> {
     /// Reads `n` raw bytes.
-    pub fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    pub fn take(&mut self, n: usize) -> Result<&[u8], WireError> {
         if self.0.len() < n {
-            return Err("truncated message".into());
+            return Err(WireError::Truncated);
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
     }
     /// Reads a `u32`.
-    pub fn u32(&mut self) -> Result<u32, String> {
+    pub fn u32(&mut self) -> Result<u32, WireError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     /// Reads a `u64`.
-    pub fn u64(&mut self) -> Result<u64, String> {
+    pub fn u64(&mut self) -> Result<u64, WireError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
     /// Reads an `i64`.
-    pub fn i64(&mut self) -> Result<i64, String> {
+    pub fn i64(&mut self) -> Result<i64, WireError> {
         self.u64().map(|v| v as i64)
     }
     /// Reads an `f64`.
-    pub fn f64(&mut self) -> Result<f64, String> {
+    pub fn f64(&mut self) -> Result<f64, WireError> {
         self.u64().map(f64::from_bits)
     }
     /// Reads a length-prefixed string.
-    pub fn str(&mut self) -> Result<String, String> {
+    pub fn str(&mut self) -> Result<String, WireError> {
         let n = self.u32()? as usize;
         let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| "invalid text in message".to_string())
+        String::from_utf8(b.to_vec()).map_err(|_| WireError::BadText)
     }
 }
 
