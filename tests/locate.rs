@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use nccl_perf::locate::json::{self, LocateJson};
-use nccl_perf::locate::model::{Fault, ModelCluster};
 use nccl_perf::locate::round::{NO_COLOUR, Round};
 use nccl_perf::locate::schedule::Kind;
 use nccl_perf::locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
@@ -15,6 +14,7 @@ use nccl_perf::locate::verdict::Culprit;
 use nccl_perf::locate::{Config, EXIT_SUSPECTS, Report, output, plot, run};
 use nccl_perf::report::health;
 use nccl_perf::report::parse::{ParseOptions, parse_log};
+use oracle::locate_model::{Fault, ModelCluster};
 
 /// Runs `kind` on `model`, collecting every stdout line locate would print.
 fn locate(model: &mut dyn RoundRunner, topo: &Topology, config: &Config) -> (Report, Vec<String>) {

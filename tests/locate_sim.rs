@@ -7,11 +7,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use nccl_perf::locate::model::{Fault, ModelCluster};
 use nccl_perf::locate::schedule::Kind;
 use nccl_perf::locate::topology::Topology;
 use nccl_perf::locate::verdict::Culprit;
 use nccl_perf::locate::{Config, Report, run};
+use oracle::locate_model::{Fault, ModelCluster};
 
 /// GPUs per node in every simulation.
 const G: usize = 8;

@@ -5,10 +5,13 @@
 //!   `tests/gpu_generator.rs`, and against the kernels compiled as host C++ without one).
 //! - [`replay`]: the steps a collective plans, replayed on host buffers as NCCL would execute
 //!   them, and the receive buffers compared with the expected fills.
+//! - [`locate_model`]: a model cluster (per-node, per-link, per-rail bandwidths, injected
+//!   faults, seeded noise) that runs locate's rounds without GPUs.
 //!
 //! Only tests use it: it is a separate crate of the workspace, a dev-dependency of
 //! `nccl-perf`, so the shipped library cannot call it (it depends on the library, never the
 //! other way round).
 
 pub mod generator;
+pub mod locate_model;
 pub mod replay;

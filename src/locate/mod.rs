@@ -6,7 +6,7 @@
 //! is judged against the groups of its shape ([`mod@judge`], robust statistics in [`stats`]);
 //! adaptive steps then re-test and bisect suspects ([`bisect`]) until each is named with its
 //! evidence ([`verdict`]). The rounds are run by a [`seam::RoundRunner`]: the benchmark runner on
-//! GPUs, or the [`model`] cluster in tests. [`output`] prints the per-group and verdict lines,
+//! GPUs, or the model cluster of the tests (`oracle::locate_model`). [`output`] prints the per-group and verdict lines,
 //! [`json`] the full record, [`plot`] the pair matrix and node bars. docs/locate.md is the
 //! user's guide and cost model.
 
@@ -16,7 +16,6 @@ pub mod history;
 pub mod json;
 pub mod judge;
 pub mod matrix;
-pub mod model;
 pub mod output;
 pub mod plot;
 pub mod rng;

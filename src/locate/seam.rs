@@ -1,5 +1,5 @@
 //! The seam between locate and whatever runs its rounds: the benchmark runner on GPUs (later)
-//! or the model cluster in tests ([`super::model`]). Locate plans rounds and judges their
+//! or the model cluster of the tests (`oracle::locate_model`). Locate plans rounds and judges their
 //! results; a [`RoundRunner`] only runs them.
 //!
 //! Contract for a runner in a job of many processes: every rank calls
