@@ -122,6 +122,10 @@ pub(super) fn recv_live(
     }
 }
 
+/// The most heartbeats one [`drain`] reads: the work of a check stays bounded even against a
+/// peer that sends nothing else, as fast as it can.
+const DRAIN_MAX: usize = 1024;
+
 /// Reads what a peer has sent, without waiting: heartbeats move `heard`; the first other
 /// message is returned for the caller to keep. A closed connection is `Err(Closed)` once
 /// everything the peer sent before closing has been read.
@@ -129,7 +133,7 @@ pub(super) fn drain(
     s: &mut TcpStream,
     heard: &mut Instant,
 ) -> Result<Option<(u8, Vec<u8>)>, RecvError> {
-    loop {
+    for _ in 0..DRAIN_MAX {
         match wire::poll(s) {
             None => return Ok(None),
             Some(false) => return Err(RecvError::Closed),
@@ -141,6 +145,7 @@ pub(super) fn drain(
             return Ok(Some(m));
         }
     }
+    Ok(None)
 }
 
 /// Whether a peer last heard from at `heard` has been silent too long.
@@ -223,6 +228,27 @@ mod tests {
         );
         assert!(heard.elapsed() < Duration::from_secs(1));
         assert!(matches!(drain(&mut b, &mut heard), Err(RecvError::Closed)));
+    }
+
+    #[test]
+    fn drain_does_bounded_work_against_a_flood_of_heartbeats() {
+        let (mut a, mut b) = pair();
+        let flood = std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(3) {
+                if wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).is_err() {
+                    break;
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let mut heard = Instant::now() - Duration::from_secs(60);
+        let t = Instant::now();
+        assert_eq!(drain(&mut b, &mut heard).unwrap(), None);
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(heard.elapsed() < Duration::from_secs(1));
+        drop(b);
+        flood.join().unwrap();
     }
 
     #[test]
