@@ -4,6 +4,7 @@
 //! launches can be debugged anywhere.
 
 use super::placement::{self, GpuRecord, ProcessRecord};
+use super::plan::{self, Loops};
 use crate::bootstrap::{self, Bootstrap};
 use crate::collective::Collective;
 use crate::environment;
@@ -53,7 +54,7 @@ pub fn run(
     let records = verdict?;
     let nranks = boot.group().size * per_process as usize;
     // Compute capability is unknown here: no fp8 filtering for `-d all`.
-    let plan = super::plan(
+    let plan = plan::loops(
         opts,
         coll,
         nranks,
@@ -75,7 +76,7 @@ fn render(
     program: &str,
     boot: &dyn Bootstrap,
     records: &[ProcessRecord],
-    plan: &super::Plan,
+    plan: &Loops,
 ) -> String {
     let per_process = opts.nthreads * opts.ngpus;
     let colors: BTreeSet<i64> = records.iter().map(|r| r.group).collect();
@@ -117,7 +118,7 @@ fn render(
         }
     );
     let types: Vec<&str> = plan.types.iter().map(|t| t.name()).collect();
-    let ops: Vec<&str> = plan.ops.iter().map(|o| super::label(coll, *o)).collect();
+    let ops: Vec<&str> = plan.ops.iter().map(|o| plan::label(coll, *o)).collect();
     let roots: Vec<String> = if coll.rooted() {
         plan.roots.iter().map(usize::to_string).collect()
     } else {
@@ -129,7 +130,7 @@ fn render(
         ops.join(" "),
         roots.join(" ")
     );
-    let b = super::buffer_sizes(opts, opts.max_bytes);
+    let b = plan::buffer_sizes(opts, opts.max_bytes);
     // Validation also keeps one 8-byte counter of wrong elements per GPU.
     let counter = if opts.check > 0 { 8 } else { 0 };
     let per_gpu = 2 * b.data as u64 + b.expected as u64 + counter;

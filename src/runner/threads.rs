@@ -4,15 +4,18 @@
 //! the others (which would wait for it forever) return at their next wait, as they do on a
 //! signal; the failure is what the run reports, and the output is closed.
 
+use super::interrupt;
 use super::measure::{Engine, Shape, Worker};
 use super::output::Output;
+use super::plan::{Loops, label};
 use super::setup::{self, Discovered, Gpu, GpuPlan, SetupMemory};
 #[cfg(feature = "test-hooks")]
 use super::stall;
-use super::{Plan, interrupt, label, skip_line};
 use crate::bootstrap::Reduce;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::report::RowResult;
+use crate::types::{DataType, RedOp};
 
 /// What a benchmark thread starts with.
 pub(super) enum ThreadGpus<'d> {
@@ -30,7 +33,7 @@ pub(super) type ThreadEnd = (u64, Vec<Gpu>, Option<[f64; 3]>);
 /// Runs the test loops on `-t` threads (thread 0 on this one, printing).
 pub(super) fn run_threads(
     e: &Engine,
-    plan: &Plan,
+    plan: &Loops,
     gpu_plan: &GpuPlan,
     starts: Vec<ThreadGpus>,
     out: &mut Output,
@@ -91,7 +94,7 @@ pub(super) fn run_threads(
 
 fn thread_main(
     e: &Engine,
-    plan: &Plan,
+    plan: &Loops,
     gpu_plan: &GpuPlan,
     tid: usize,
     start: ThreadGpus,
@@ -148,7 +151,7 @@ fn thread_main(
 fn test_loops(
     w: &mut Worker,
     e: &Engine,
-    plan: &Plan,
+    plan: &Loops,
     tid: usize,
     mut out: Option<&mut Output>,
 ) -> Result<u64> {
@@ -199,4 +202,44 @@ fn test_loops(
     e.group
         .allreduce(tid, w.errors as f64, Reduce::Sum)
         .map(|v| v as u64)
+}
+
+/// The comment printed instead of the rows of a combination the loaded NCCL rejects (`-d all`,
+/// `-o all`): names the datatype (and the op where it is looped), never the words `bandwidth`
+/// or `FAILED`.
+fn skip_line(coll: &dyn Collective, dt: DataType, op: RedOp) -> String {
+    let what = if coll.op_column().loops() {
+        format!("{} {}", dt.name(), op.name())
+    } else {
+        dt.name().to_string()
+    };
+    format!("# Skipping {what}: the loaded NCCL rejects this combination (invalid argument)\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{AllGather, AllReduce};
+
+    #[test]
+    fn skip_lines_name_the_combination() {
+        use crate::collective::{AllToAllV, Hypercube, SendRecv};
+        let prod = skip_line(&AllReduce, DataType::F8e4m3, RedOp::Prod);
+        assert_eq!(
+            prod,
+            "# Skipping f8e4m3 prod: the loaded NCCL rejects this combination (invalid argument)\n"
+        );
+        assert!(
+            skip_line(&SendRecv, DataType::Half, RedOp::Avg).starts_with("# Skipping half avg: ")
+        );
+        for c in [
+            &AllGather as &dyn Collective,
+            &Hypercube,
+            &AllToAllV::generated(1.0),
+        ] {
+            let l = skip_line(c, DataType::F8e5m2, RedOp::Max);
+            assert!(l.starts_with("# Skipping f8e5m2: "), "{l}");
+            assert!(!l.contains("bandwidth") && !l.contains("FAILED"));
+        }
+    }
 }
