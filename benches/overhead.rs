@@ -297,7 +297,7 @@ fn main() {
     let max = args.sizes.iter().copied().max().unwrap_or(8).max(8);
     let nccl = Nccl::load().expect("libnccl");
     let version = nccl.version().expect("version");
-    let devices = setup::discover(0, 1).expect("device 0");
+    let devices = nccl_perf::runner::discover::devices(0, 1).expect("device 0");
     let id = nccl.unique_id().expect("unique id");
     let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None)
         .expect("comm")

@@ -3,9 +3,10 @@
 //! device memory per rank. No CUDA or NCCL library is loaded, so it works without GPUs and
 //! launches can be debugged anywhere.
 
+use super::discover;
 use super::placement::{self, GpuRecord, ProcessRecord};
 use super::plan::{self, Loops};
-use crate::bootstrap::{self, Bootstrap};
+use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
 use crate::environment;
 use crate::error::{Result, code};
@@ -27,31 +28,16 @@ pub fn run(
     let visible = placement::visible_without_cuda(cuda_visible.as_deref(), gpus_in_proc());
     let forced = placement::parse_device(environment::TESTS_DEVICE.get().as_deref())?;
     let placed = placement::place(boot.local_rank(), per_process, visible, forced);
-    let me = ProcessRecord {
-        world_rank: boot.world_rank(),
-        group: boot.group().color,
-        host: crate::host::short_hostname(),
-        host_hash: bootstrap::local::this_host_hash(),
-        pid: std::process::id(),
-        local_rank: boot.local_rank(),
-        visible,
-        gpus: match &placed {
-            Ok(p) => (p.base..p.base + per_process)
-                .map(|d| GpuRecord {
-                    device: d,
-                    identity: placement::identity_without_cuda(d, cuda_visible.as_deref(), visible),
-                    pci: [0; 3],
-                    name: String::new(),
-                })
-                .collect(),
-            Err(_) => Vec::new(),
-        },
-        problem: placed.as_ref().err().map(|e| e.to_string()),
-    };
-    let run = bootstrap::fingerprint::Fingerprint::of_run(program, opts);
-    let verdict = placement::agree(boot, &me, &run, per_process);
-    placed?;
-    let records = verdict?;
+    let (_, records) = discover::gather(boot, program, opts, visible, placed, |p| {
+        (p.base..p.base + per_process)
+            .map(|d| GpuRecord {
+                device: d,
+                identity: placement::identity_without_cuda(d, cuda_visible.as_deref(), visible),
+                pci: [0; 3],
+                name: String::new(),
+            })
+            .collect()
+    })?;
     let nranks = boot.group().size * per_process as usize;
     // Compute capability is unknown here: no fp8 filtering for `-d all`.
     let plan = plan::loops(

@@ -1,6 +1,7 @@
 //! A whole benchmark run: libraries, devices, communicators and buffers, the per-thread test
 //! loops over datatype → op → root → cycle → size, the footer and the exit code.
 
+pub mod discover;
 mod dry_run;
 mod fault;
 mod graph;
@@ -21,17 +22,17 @@ mod validate;
 mod version;
 mod watch;
 
+pub use discover::Discovered;
 pub use measure::{Engine, Shape, Worker};
-pub use setup::{BufferSizes, Discovered, Gpu};
+pub use setup::{BufferSizes, Gpu};
 pub use sync::ThreadGroup;
 
-use crate::bootstrap::{self, Bootstrap, Reduce};
+use crate::bootstrap::{self, Bootstrap};
 use crate::collective::Collective;
 use crate::error::{Error, Result, code};
 use crate::gpu::kernel_image::KernelImage;
-use crate::gpu::{driver, nccl::Nccl};
 use crate::options::Options;
-use crate::report::{self, RunInfo, Step, Summary, table};
+use crate::report::{RunInfo, Step, Summary, table};
 use output::Output;
 use setup::GpuPlan;
 use std::ops::Not;
@@ -159,100 +160,25 @@ fn run_gpus(
     result
 }
 
-/// This process' description for rank 0, and its devices unless it has a problem.
-fn describe_process(
-    boot: &dyn Bootstrap,
-    per_process: i64,
-    visible: Option<i64>,
-    devices: &Result<Vec<setup::Discovered>>,
-) -> placement::ProcessRecord {
-    let gpus = match devices {
-        Ok(ds) => ds
-            .iter()
-            .map(|d| placement::GpuRecord {
-                device: d.ordinal,
-                identity: Some(format!(
-                    "{:04x}:{:02x}:{:02x}",
-                    d.props.pci.0, d.props.pci.1, d.props.pci.2
-                )),
-                pci: [d.props.pci.0, d.props.pci.1, d.props.pci.2],
-                name: d.props.name.clone(),
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    if let (Err(Error::TooFewGpus { .. }), Some(v)) = (devices, visible) {
-        eprintln!(
-            "{}: {}",
-            crate::host::short_hostname(),
-            placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, v)
-        );
-    }
-    placement::ProcessRecord {
-        world_rank: boot.world_rank(),
-        group: boot.group().color,
-        host: crate::host::short_hostname(),
-        host_hash: bootstrap::local::this_host_hash(),
-        pid: std::process::id(),
-        local_rank: boot.local_rank(),
-        visible,
-        gpus,
-        problem: devices.as_ref().err().map(|e| e.to_string()),
-    }
-}
-
 fn run_with(
     opts: &Options,
     coll: &dyn Collective,
     boot: &dyn Bootstrap,
     out: &mut Output,
 ) -> Result<u8> {
-    driver::init()?;
-    crate::host::trace("CUDA driver initialised");
-    let nccl = Nccl::load()?;
-    crate::host::trace("libnccl loaded");
-    let nccl_version = nccl.version()?;
-    let settings = &version::settings(opts, nccl_version)?;
-    for m in &settings.messages {
-        eprintln!("{m}");
-    }
-    let narrowed = Options {
-        types: settings.types.clone(),
-        ..opts.clone()
-    };
-    let opts = &narrowed;
-    let per_process = opts.nthreads * opts.ngpus;
-    // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
+    let found = discover::discover(opts, boot, out)?;
+    let opts = &found.options;
+    let nccl = found.nccl;
+    let nccl_version = found.nccl_version;
+    let devices = &found.devices;
+    let (nranks, first_rank, min_cc, global_cc, min_mem) = (
+        found.nranks,
+        found.first_rank,
+        found.min_cc,
+        found.global_cc,
+        found.min_mem,
+    );
     let group = boot.group();
-    let nranks = group.size * per_process as usize;
-    let first_rank = group.rank * per_process as usize;
-    out.print(&table::version_line(nccl_version));
-    out.print(&table::header(out.info()));
-
-    let visible = driver::device_count()?;
-    let forced = placement::parse_device(crate::environment::TESTS_DEVICE.get().as_deref())?;
-    let devices = placement::place(boot.local_rank(), per_process, Some(visible), forced)
-        .and_then(|p| setup::discover(p.base, per_process));
-    let me = describe_process(boot, per_process, Some(visible), &devices);
-    let run = bootstrap::fingerprint::Fingerprint::of_run(&out.info().program, opts);
-    let verdict = placement::agree(boot, &me, &run, per_process);
-    let devices = devices?;
-    let records = verdict?;
-    let infos: Vec<report::DeviceInfo> = records
-        .iter()
-        .flat_map(|r| r.device_infos(per_process))
-        .collect();
-    for d in &infos {
-        out.print(&table::device_line(d));
-    }
-    out.start_json(&infos, nccl_version);
-    let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
-    // fp8 needs every GPU of every process at compute capability 9.0 or above.
-    let cc_code = f64::from(min_cc.0 * 100 + min_cc.1);
-    let global_cc = boot.allreduce(cc_code, Reduce::Min)? as i32;
-    let global_cc = (global_cc / 100, global_cc % 100);
-    let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
-    let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
 
     let (lo, hi, reduced) =
         crate::sweep::clamp(opts.min_bytes, opts.max_bytes, min_mem, opts.check > 0);
@@ -285,9 +211,9 @@ fn run_with(
         id,
         nranks,
         nccl_version,
-        cta_policy: settings.cta_policy,
+        cta_policy: found.cta_policy,
         sizes: plan::buffer_sizes(opts, hi),
-        register: (settings.register, hi as usize),
+        register: (found.register, hi as usize),
         null_stream: opts.stream_null,
         kernels: kernels.as_ref(),
         types: &plan.types,
@@ -301,7 +227,7 @@ fn run_with(
             .map(|(t, d)| ThreadGpus::Init(d, first_rank + t * per_thread))
             .collect()
     } else {
-        let (mut gpus, memory) = setup::create_gpus(&gpu_plan, &devices, first_rank)?;
+        let (mut gpus, memory) = setup::create_gpus(&gpu_plan, devices, first_rank)?;
         crate::host::trace("communicators created, buffers allocated, kernels loaded");
         let mut starts = Vec::new();
         let mut memory = Some(memory);

@@ -179,6 +179,30 @@ pub struct ProcessRecord {
 }
 
 impl ProcessRecord {
+    /// This process as it describes itself to rank 0: its `gpus`, or the problem that keeps it
+    /// from running (then no GPUs).
+    pub fn of_this_process(
+        boot: &dyn Bootstrap,
+        visible: Option<i64>,
+        gpus: std::result::Result<Vec<GpuRecord>, &Error>,
+    ) -> ProcessRecord {
+        let (gpus, problem) = match gpus {
+            Ok(gpus) => (gpus, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        ProcessRecord {
+            world_rank: boot.world_rank(),
+            group: boot.group().color,
+            host: crate::host::short_hostname(),
+            host_hash: crate::bootstrap::local::this_host_hash(),
+            pid: std::process::id(),
+            local_rank: boot.local_rank(),
+            visible,
+            gpus,
+            problem,
+        }
+    }
+
     /// The device lines of this process: rank = world rank × GPUs per process + index.
     pub fn device_infos(&self, per_process: i64) -> Vec<DeviceInfo> {
         self.gpus

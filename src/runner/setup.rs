@@ -1,42 +1,15 @@
-//! Per-GPU resources of a run: device discovery, communicators, streams, buffers and their
+//! Per-GPU resources of a run: communicators, streams, buffers and their
 //! registration (`-R`), the free-memory readings of `-M 1`, and their teardown.
 
-use crate::error::{Error, Result};
-use crate::gpu::driver::{self, DeviceProps};
+use super::discover::Discovered;
+use crate::error::Result;
+use crate::gpu::driver;
 use crate::gpu::kernel_image::KernelImage;
 use crate::gpu::nccl::{Nccl, UniqueId};
 use crate::gpu::{Communicator, Context, rank};
 use crate::types::DataType;
 
 pub use crate::gpu::{BufferSizes, Gpu, Register};
-
-/// A device as discovered, before anything is created on it.
-pub struct Discovered {
-    /// CUDA ordinal.
-    pub ordinal: i64,
-    /// Properties.
-    pub props: DeviceProps,
-}
-
-/// Reads the properties of devices `base .. base + n`; fails like nccl-tests when there are too
-/// few devices.
-pub fn discover(base: i64, n: i64) -> Result<Vec<Discovered>> {
-    let found = driver::device_count()?;
-    if base + n > found {
-        return Err(Error::TooFewGpus {
-            requested: base + n,
-            found,
-        });
-    }
-    (base..base + n)
-        .map(|ordinal| {
-            Ok(Discovered {
-                ordinal,
-                props: driver::device_props(ordinal)?,
-            })
-        })
-        .collect()
-}
 
 /// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with
 /// `CTAPolicy` set when `cta_policy` is given (`-x`); returns each device's context with it.

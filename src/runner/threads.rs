@@ -4,11 +4,12 @@
 //! the others (which would wait for it forever) return at their next wait, as they do on a
 //! signal; the failure is what the run reports, and the output is closed.
 
+use super::discover::Discovered;
 use super::interrupt;
 use super::measure::{Engine, Shape, Worker};
 use super::output::Output;
 use super::plan::{Loops, label};
-use super::setup::{self, Discovered, Gpu, GpuPlan, SetupMemory};
+use super::setup::{self, Gpu, GpuPlan, SetupMemory};
 #[cfg(feature = "test-hooks")]
 use super::stall;
 use crate::bootstrap::Reduce;

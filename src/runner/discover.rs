@@ -1,0 +1,175 @@
+//! Phase 2, discover: what the run has to work with. The CUDA driver and libnccl, and what the
+//! loaded NCCL allows of the options (`version.rs`); the version line and the header; this
+//! process' devices; every process' record, gathered by rank 0, which prints the device lines
+//! from them and checks the launch before any communicator exists ([`gather`], shared with
+//! `--dry-run`); and the smallest compute capability and device memory over the job.
+
+use super::output::Output;
+use super::placement::{self, GpuRecord, ProcessRecord};
+use super::version;
+use crate::bootstrap::fingerprint::Fingerprint;
+use crate::bootstrap::{Bootstrap, Reduce};
+use crate::error::{Error, Result};
+use crate::gpu::Register;
+use crate::gpu::driver::{self, DeviceProps};
+use crate::gpu::nccl::Nccl;
+use crate::options::Options;
+use crate::report::{DeviceInfo, table};
+
+/// A device as discovered, before anything is created on it.
+pub struct Discovered {
+    /// CUDA ordinal.
+    pub ordinal: i64,
+    /// Properties.
+    pub props: DeviceProps,
+}
+
+/// Reads the properties of devices `base .. base + n`; fails like nccl-tests when there are too
+/// few devices.
+pub fn devices(base: i64, n: i64) -> Result<Vec<Discovered>> {
+    let found = driver::device_count()?;
+    if base + n > found {
+        return Err(Error::TooFewGpus {
+            requested: base + n,
+            found,
+        });
+    }
+    (base..base + n)
+        .map(|ordinal| {
+            Ok(Discovered {
+                ordinal,
+                props: driver::device_props(ordinal)?,
+            })
+        })
+        .collect()
+}
+
+/// What the later phases know after discovery.
+pub(super) struct Discovery {
+    /// libnccl.
+    pub nccl: &'static Nccl,
+    /// Its version code (22803 for 2.28.3).
+    pub nccl_version: i32,
+    /// The options, with the datatypes the loaded NCCL has (`-d all` without fp8 before 2.24).
+    pub options: Options,
+    /// `-R` as the loaded NCCL supports it.
+    pub register: Register,
+    /// `-x` as the loaded NCCL supports it.
+    pub cta_policy: Option<i64>,
+    /// This process' devices, one per NCCL rank from `first_rank` on.
+    pub devices: Vec<Discovered>,
+    /// Communicator size: the ranks of this process' split group.
+    pub nranks: usize,
+    /// This process' first NCCL rank in its communicator.
+    pub first_rank: usize,
+    /// The smallest compute capability of this process' devices.
+    pub min_cc: (i32, i32),
+    /// The smallest compute capability of every process' devices.
+    pub global_cc: (i32, i32),
+    /// The smallest device memory of every process' devices, in bytes.
+    pub min_mem: u64,
+}
+
+/// Runs the discover phase; prints the version line, the header and (world rank 0) the
+/// device lines, and records the devices in the `-J` JSON document.
+pub(super) fn discover(
+    opts: &Options,
+    boot: &dyn Bootstrap,
+    out: &mut Output,
+) -> Result<Discovery> {
+    driver::init()?;
+    crate::host::trace("CUDA driver initialised");
+    let nccl = Nccl::load()?;
+    crate::host::trace("libnccl loaded");
+    let nccl_version = nccl.version()?;
+    let settings = version::settings(opts, nccl_version)?;
+    for m in &settings.messages {
+        eprintln!("{m}");
+    }
+    let options = Options {
+        types: settings.types,
+        ..opts.clone()
+    };
+    let opts = &options;
+    let per_process = opts.nthreads * opts.ngpus;
+    // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
+    let group = boot.group();
+    let nranks = group.size * per_process as usize;
+    let first_rank = group.rank * per_process as usize;
+    out.print(&table::version_line(nccl_version));
+    out.print(&table::header(out.info()));
+
+    let visible = driver::device_count()?;
+    let forced = placement::parse_device(crate::environment::TESTS_DEVICE.get().as_deref())?;
+    let mine = placement::place(boot.local_rank(), per_process, Some(visible), forced)
+        .and_then(|p| devices(p.base, per_process));
+    if let Err(Error::TooFewGpus { .. }) = mine {
+        eprintln!(
+            "{}: {}",
+            crate::host::short_hostname(),
+            placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, visible)
+        );
+    }
+    let program = out.info().program.clone();
+    let (devices, records) = gather(boot, &program, opts, Some(visible), mine, |ds| {
+        ds.iter().map(gpu_record).collect()
+    })?;
+    let infos: Vec<DeviceInfo> = records
+        .iter()
+        .flat_map(|r| r.device_infos(per_process))
+        .collect();
+    for d in &infos {
+        out.print(&table::device_line(d));
+    }
+    out.start_json(&infos, nccl_version);
+
+    let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
+    // fp8 needs every GPU of every process at compute capability 9.0 or above.
+    let cc_code = f64::from(min_cc.0 * 100 + min_cc.1);
+    let global_cc = boot.allreduce(cc_code, Reduce::Min)? as i32;
+    let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
+    let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
+    Ok(Discovery {
+        nccl,
+        nccl_version,
+        register: settings.register,
+        cta_policy: settings.cta_policy,
+        options,
+        devices,
+        nranks,
+        first_rank,
+        min_cc,
+        global_cc: (global_cc / 100, global_cc % 100),
+        min_mem,
+    })
+}
+
+/// A device as rank 0 sees it: identified by its PCI id.
+fn gpu_record(d: &Discovered) -> GpuRecord {
+    let [domain, bus, device] = [d.props.pci.0, d.props.pci.1, d.props.pci.2];
+    GpuRecord {
+        device: d.ordinal,
+        identity: Some(format!("{domain:04x}:{bus:02x}:{device:02x}")),
+        pci: [domain, bus, device],
+        name: d.props.name.clone(),
+    }
+}
+
+/// Describes this process to rank 0 (`visible` GPUs, and the GPUs of `mine` or why it has
+/// none) and learns the verdict on the whole launch ([`placement::agree`]); every process takes
+/// part either way, so that none is left waiting. Returns `mine` with the records (all of them
+/// at world rank 0, none elsewhere); this process' own problem comes first, then the launch's.
+pub(super) fn gather<T>(
+    boot: &dyn Bootstrap,
+    program: &str,
+    opts: &Options,
+    visible: Option<i64>,
+    mine: Result<T>,
+    gpus: impl FnOnce(&T) -> Vec<GpuRecord>,
+) -> Result<(T, Vec<ProcessRecord>)> {
+    let per_process = opts.nthreads * opts.ngpus;
+    let me = ProcessRecord::of_this_process(boot, visible, mine.as_ref().map(gpus));
+    let verdict = placement::agree(boot, &me, &Fingerprint::of_run(program, opts), per_process);
+    let mine = mine?;
+    Ok((mine, verdict?))
+}
