@@ -257,7 +257,7 @@ mod tests {
     }
 
     fn info() -> RunInfo {
-        crate::runner::run_info(&Options::default(), "all_reduce_perf")
+        crate::runner::launch::run_info(&Options::default(), "all_reduce_perf")
     }
 
     fn parsed(path: &Path) -> serde_json::Value {

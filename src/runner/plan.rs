@@ -1,11 +1,65 @@
 //! Phase 3, plan: what the benchmark threads loop over (datatypes → ops → roots → sizes, and
-//! the warm-up ladder) and how large the buffers are. `--dry-run` prints the same plan.
+//! the warm-up ladder), the largest size after the memory clamp, and how large the buffers
+//! are. `--dry-run` prints the same loops ([`loops`]).
 
-use super::setup::BufferSizes;
+use super::discover::Discovery;
+use super::output::Output;
+use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
+use crate::gpu::BufferSizes;
+use crate::gpu::kernel_image::KernelImage;
 use crate::options::{Options, Roots};
+use crate::report::table;
 use crate::types::{DataType, RedOp};
+
+/// What the run will do.
+pub(super) struct Plan {
+    /// The loops of every benchmark thread.
+    pub loops: Loops,
+    /// The largest size after the memory clamp, in bytes.
+    pub max_bytes: u64,
+    /// Per-GPU buffer sizes for it.
+    pub buffers: BufferSizes,
+    /// With `-c`: the validation kernels, compiling in the background meanwhile.
+    pub kernels: Option<KernelImage>,
+}
+
+/// Runs the plan phase: clamps `-e` to the smallest GPU's memory (saying so on stdout), starts
+/// compiling the validation kernels (so that they compile while the communicators are
+/// created), and plans the loops; fails before any communicator exists when the collective
+/// cannot run this job (e.g. an invalid root).
+pub(super) fn plan(
+    coll: &dyn Collective,
+    boot: &dyn Bootstrap,
+    found: &Discovery,
+    out: &mut Output,
+) -> Result<Plan> {
+    let opts = &found.options;
+    let (lo, hi, reduced) = crate::sweep::clamp(
+        opts.min_bytes,
+        opts.max_bytes,
+        found.min_mem,
+        opts.check > 0,
+    );
+    if reduced {
+        out.print(&table::memory_clamp_lines(hi));
+    }
+    let kernels = match opts.check > 0 {
+        true => Some(KernelImage::start(
+            found.min_cc,
+            opts.types.clone(),
+            boot.world_rank() == 0,
+        )),
+        false => None,
+    };
+    Ok(Plan {
+        loops: loops(opts, coll, found.nranks, found.global_cc, lo, hi)?,
+        max_bytes: hi,
+        buffers: buffer_sizes(opts, hi),
+        kernels,
+    })
+}
 
 /// What the per-thread loops iterate over.
 pub(super) struct Loops {

@@ -1,7 +1,12 @@
-//! Per-GPU resources of a run: communicators, streams, buffers and their
-//! registration (`-R`), the free-memory readings of `-M 1`, and their teardown.
+//! Phase 4, set up: the GPUs' resources. The group's NCCL id is made and shared, then each GPU
+//! gets its communicator, stream, buffers and their registration (`-R`) and the validation
+//! kernels, with the free-memory readings of `-M 1` between the steps; by the main thread
+//! (`-p 0`) or, with `-p 1`, by each benchmark thread for its own GPUs ([`ThreadGpus`]). The GPU
+//! layer's types tear them down when dropped (`gpu::rank`).
 
-use super::discover::Discovered;
+use super::discover::{Discovered, Discovery};
+use super::plan::Plan;
+use crate::bootstrap::Bootstrap;
 use crate::error::Result;
 use crate::gpu::driver;
 use crate::gpu::kernel_image::KernelImage;
@@ -10,6 +15,78 @@ use crate::gpu::{Communicator, Context, rank};
 use crate::types::DataType;
 
 pub use crate::gpu::{BufferSizes, Gpu, Register};
+
+/// What a benchmark thread starts with.
+pub(super) enum ThreadGpus<'d> {
+    /// GPUs set up by the main thread (`-p 0`), with that setup's `-M` figures for thread 0.
+    Ready(Vec<Gpu>, Option<SetupMemory>),
+    /// Devices the thread sets up itself (`-p 1`), NCCL ranks from the given one on.
+    Init(&'d [Discovered], usize),
+}
+
+/// What the measure phase starts with: one start per benchmark thread, and what setting up
+/// GPUs takes (for the threads that do it themselves).
+pub(super) struct Ready<'a> {
+    /// How GPUs are set up.
+    pub gpu_plan: GpuPlan<'a>,
+    /// Per thread, in thread order: its GPUs, or the devices it sets up.
+    pub starts: Vec<ThreadGpus<'a>>,
+}
+
+/// Runs the set-up phase: the first process of each group creates the NCCL id and the bootstrap
+/// hands it to the group; with `-p 0` this thread then sets up every GPU of the process.
+pub(super) fn set_up<'a>(
+    boot: &dyn Bootstrap,
+    found: &'a Discovery,
+    plan: &'a Plan,
+) -> Result<Ready<'a>> {
+    let opts = &found.options;
+    let mut id = UniqueId { internal: [0; 128] };
+    if boot.group().rank == 0 {
+        id = found.nccl.unique_id()?;
+    }
+    let mut bytes: [u8; 128] = id.internal.map(|c| c as u8);
+    boot.broadcast_id(&mut bytes)?;
+    id.internal = bytes.map(|b| b as std::ffi::c_char);
+    boot.barrier()?;
+    crate::host::trace("devices discovered");
+
+    let gpu_plan = GpuPlan {
+        nccl: found.nccl,
+        id,
+        nranks: found.nranks,
+        nccl_version: found.nccl_version,
+        cta_policy: found.cta_policy,
+        sizes: plan.buffers,
+        register: (found.register, plan.max_bytes as usize),
+        null_stream: opts.stream_null,
+        kernels: plan.kernels.as_ref(),
+        types: &plan.loops.types,
+        measure_memory: opts.memory_report,
+    };
+    let per_thread = opts.ngpus as usize;
+    let first_rank = found.first_rank;
+    let starts: Vec<ThreadGpus> = if opts.parallel_init {
+        found
+            .devices
+            .chunks(per_thread)
+            .enumerate()
+            .map(|(t, d)| ThreadGpus::Init(d, first_rank + t * per_thread))
+            .collect()
+    } else {
+        let (mut gpus, memory) = create_gpus(&gpu_plan, &found.devices, first_rank)?;
+        crate::host::trace("communicators created, buffers allocated, kernels loaded");
+        let mut starts = Vec::new();
+        let mut memory = Some(memory);
+        while !gpus.is_empty() {
+            let rest = gpus.split_off(per_thread.min(gpus.len()));
+            starts.push(ThreadGpus::Ready(gpus, memory.take()));
+            gpus = rest;
+        }
+        starts
+    };
+    Ok(Ready { gpu_plan, starts })
+}
 
 /// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with
 /// `CTAPolicy` set when `cta_policy` is given (`-x`); returns each device's context with it.

@@ -1,44 +1,72 @@
-//! The benchmark threads (`-t`): thread 0 runs on the calling thread and prints, the others are
-//! spawned; each sets up its own GPUs with `-p 1`, runs the loops over datatype → op → root →
-//! cycle → size, and reports its `-M 1` figures. A failing thread is recorded in `interrupt`, so
-//! the others (which would wait for it forever) return at their next wait, as they do on a
-//! signal; the failure is what the run reports, and the output is closed.
+//! Phase 5, measure, on the benchmark threads (`-t`): thread 0 runs on the calling thread and
+//! prints, the others are spawned; each sets up its own GPUs with `-p 1`, runs the loops over
+//! datatype → op → root → cycle → size (one measurement is `measure.rs`), and reports its `-M 1`
+//! figures. A failing thread is recorded in `interrupt`, so the others (which would wait for it
+//! forever) return at their next wait, as they do on a signal; the failure is what the run
+//! reports, and the output is closed.
 
-use super::discover::Discovered;
+use super::discover::Discovery;
 use super::interrupt;
 use super::measure::{Engine, Shape, Worker};
 use super::output::Output;
-use super::plan::{Loops, label};
-use super::setup::{self, Gpu, GpuPlan, SetupMemory};
+use super::plan::{Loops, Plan, label};
+use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};
 #[cfg(feature = "test-hooks")]
 use super::stall;
-use crate::bootstrap::Reduce;
+use super::sync::ThreadGroup;
+use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::report::RowResult;
+use crate::report::{RowResult, table};
 use crate::types::{DataType, RedOp};
 
-/// What a benchmark thread starts with.
-pub(super) enum ThreadGpus<'d> {
-    /// GPUs set up by the main thread (`-p 0`), with that setup's `-M` figures for thread 0.
-    Ready(Vec<Gpu>, Option<SetupMemory>),
-    /// Devices the thread sets up itself (`-p 1`), NCCL ranks from the given one on.
-    Init(&'d [Discovered], usize),
+/// What the measure phase ends with, and what each benchmark thread ends with.
+pub(super) struct Measured {
+    /// Measurements with wrong data, counted over every rank.
+    pub oob_errors: u64,
+    /// The GPUs (with their communicators, still open), in NCCL rank order.
+    pub gpus: Vec<Gpu>,
+    /// With `-M 1`: the memory figures (initialization, user-allocated, collective), maxima
+    /// over every thread and process.
+    pub memory: Option<[f64; 3]>,
 }
 
-/// What a benchmark thread ends with: the global count of measurements with wrong data, its
-/// GPUs for teardown, and with `-M 1` the memory figures (initialization, user-allocated,
-/// collective) as maxima over every thread and process.
-pub(super) type ThreadEnd = (u64, Vec<Gpu>, Option<[f64; 3]>);
+/// Runs the measure phase: prints the table header, then runs the loops on the benchmark
+/// threads, which print the rows (thread 0 of world rank 0); returns every GPU of this process
+/// back on this thread.
+pub(super) fn measure(
+    coll: &dyn Collective,
+    boot: &dyn Bootstrap,
+    found: &Discovery,
+    plan: &Plan,
+    ready: Ready,
+    out: &mut Output,
+) -> Result<Measured> {
+    out.print(&table::table_header(out.info()));
+    let opts = &found.options;
+    let group = ThreadGroup::new(opts.nthreads as usize, boot);
+    let engine = Engine {
+        opts,
+        coll,
+        nccl: found.nccl,
+        group: &group,
+        nranks: found.nranks,
+        max_bytes: plan.max_bytes,
+        world_size: boot.world_size(),
+    };
+    let measured = run_threads(&engine, &plan.loops, &ready.gpu_plan, ready.starts, out)?;
+    crate::host::trace("all measurements done");
+    Ok(measured)
+}
 
 /// Runs the test loops on `-t` threads (thread 0 on this one, printing).
-pub(super) fn run_threads(
+fn run_threads(
     e: &Engine,
     plan: &Loops,
     gpu_plan: &GpuPlan,
     starts: Vec<ThreadGpus>,
     out: &mut Output,
-) -> Result<ThreadEnd> {
+) -> Result<Measured> {
     let threads = starts.len();
     // A failing thread cannot leave the others waiting at a barrier: it is recorded, and they
     // return at their next wait. An error after a signal (a peer's communicator aborted) counts
@@ -70,7 +98,7 @@ pub(super) fn run_threads(
         let others = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(Error::Panicked)));
-        let results: Vec<Result<ThreadEnd>> = std::iter::once(mine).chain(others).collect();
+        let results: Vec<Result<Measured>> = std::iter::once(mine).chain(others).collect();
         // The failure to report: the first one that is not a thread stopping for another's.
         let mut errors = results.iter().filter_map(|r| r.as_ref().err());
         if let Some(first) = errors.next() {
@@ -83,13 +111,14 @@ pub(super) fn run_threads(
             return Err(real);
         }
         let mut ends = results.into_iter().flatten();
-        let Some((oob, mut all, memory)) = ends.next() else {
+        let Some(mut all) = ends.next() else {
             return Err(Error::Internal("no benchmark thread".into()));
         };
-        for (_, gpus, _) in ends {
-            all.extend(gpus);
+        // The counts and memory figures are global: the same on every thread.
+        for end in ends {
+            all.gpus.extend(end.gpus);
         }
-        Ok((oob, all, memory))
+        Ok(all)
     })
 }
 
@@ -100,7 +129,7 @@ fn thread_main(
     tid: usize,
     start: ThreadGpus,
     out: Option<&mut Output>,
-) -> Result<ThreadEnd> {
+) -> Result<Measured> {
     let (gpus, setup_memory) = match start {
         ThreadGpus::Ready(gpus, memory) => (gpus, memory),
         ThreadGpus::Init(devices, first_rank) => {
@@ -144,7 +173,11 @@ fn thread_main(
     } else {
         None
     };
-    Ok((oob, std::mem::take(&mut w.gpus), memory))
+    Ok(Measured {
+        oob_errors: oob,
+        gpus: std::mem::take(&mut w.gpus),
+        memory,
+    })
 }
 
 /// The loops over datatype → op → root → cycle → size of one thread; returns the global count

@@ -1,0 +1,79 @@
+//! Phase 6, finish: the run's summary (wrong data, average bus bandwidth and the
+//! `NCCL_TESTS_MIN_BW` verdict, NCCL's last error, the `-M 1` figures), the GPUs torn down, the
+//! footer printed and the `-J` document completed, and the exit code.
+
+use super::output::Output;
+use super::threads::Measured;
+use crate::error::{Result, code};
+use crate::gpu::nccl::Nccl;
+use crate::report::{Summary, table};
+use std::ops::Not;
+
+/// Runs the finish phase; returns the exit code of a run that reached its footer.
+pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Result<u8> {
+    let oob = measured.oob_errors;
+    let avg = out.average_busbw();
+    let min_bw_ok = min_bw_verdict(avg, crate::environment::TESTS_MIN_BW.get().as_deref());
+    let summary = Summary {
+        oob_errors: oob,
+        avg_busbw: avg,
+        min_bw_ok,
+        last_error: nccl.last_error(),
+        memory_report: measured
+            .memory
+            .map(|[a, b, c]| table::memory_report(a, b, c)),
+    };
+    crate::gpu::rank::destroy_all(measured.gpus)?;
+    out.finish(&summary);
+    crate::host::trace("teardown done");
+    Ok(final_code(oob, min_bw_ok))
+}
+
+/// The `NCCL_TESTS_MIN_BW` verdict on the average bus bandwidth: `None` when the variable is
+/// unset or blank, else whether the average is not below 0.9 × its value (C `atof`). nccl-tests
+/// checks `avg < 0.9 × min`, so a NaN average (no rows) passes.
+fn min_bw_verdict(avg: f64, min_bw: Option<&str>) -> Option<bool> {
+    min_bw
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| (avg < 0.9 * crate::cnum::atof(v)).not())
+}
+
+/// The exit code of a run that reached its footer: 7 with wrong data or a failed
+/// `NCCL_TESTS_MIN_BW` check, else 0.
+fn final_code(oob_errors: u64, min_bw_ok: Option<bool>) -> u8 {
+    if oob_errors > 0 || min_bw_ok == Some(false) {
+        code::NUM_RESULTS
+    } else {
+        code::OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_bw_fails_below_ninety_percent_with_exit_7() {
+        assert_eq!(min_bw_verdict(10.0, None), None);
+        assert_eq!(min_bw_verdict(10.0, Some("  ")), None);
+        assert_eq!(min_bw_verdict(90.0, Some("100")), Some(true));
+        assert_eq!(min_bw_verdict(89.99, Some("100")), Some(false));
+        assert_eq!(min_bw_verdict(5.0, Some("100GB/s")), Some(false));
+        assert_eq!(min_bw_verdict(0.0, Some("abc")), Some(true));
+        assert_eq!(min_bw_verdict(f64::NAN, Some("100")), Some(true));
+        assert_eq!(final_code(0, None), 0);
+        assert_eq!(final_code(0, Some(true)), 0);
+        assert_eq!(final_code(0, Some(false)), 7);
+        assert_eq!(final_code(2, Some(true)), 7);
+        let s = Summary {
+            oob_errors: 0,
+            avg_busbw: 89.0,
+            min_bw_ok: min_bw_verdict(89.0, Some("100")),
+            last_error: String::new(),
+            memory_report: None,
+        };
+        assert!(
+            table::footer(&s, "all_reduce_perf").contains("# Avg bus bandwidth    : 89 FAILED\n")
+        );
+    }
+}
