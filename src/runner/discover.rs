@@ -1,7 +1,7 @@
 //! Phase 2, discover: what the run has to work with. The CUDA driver and libnccl, and what the
 //! loaded NCCL allows of the options (`version.rs`); the version line and the header; this
 //! process' devices; every process' record, gathered by rank 0, which prints the device lines
-//! from them and checks the launch before any communicator exists ([`gather`], shared with
+//! from them and checks the launch before any communicator exists (`gather`, shared with
 //! `--dry-run`); and the smallest compute capability and device memory over the job.
 
 use super::output::Output;

@@ -12,7 +12,7 @@
 //! The data is changed on the GPU stream between the collective and the check, exactly where a
 //! broken transport or kernel would have left it wrong; nothing else in the run changes.
 
-use super::measure::Shape;
+use super::engine::Shape;
 use super::setup::Gpu;
 use crate::error::{Error, Result};
 use crate::gpu::driver::CUdeviceptr;

@@ -1,5 +1,6 @@
-//! One thread's work: warm-up, the timed loop and its blocking modes, the cross-rank time, for
-//! the GPUs the thread owns. Validation is in `validate.rs`, CUDA graphs (`-G`) in `graph.rs`,
+//! One thread's work ([`Worker`]): warm-up, the timed loop and its blocking modes, the
+//! cross-rank time, for the GPUs the thread owns; what it measures is an [`Engine`]'s
+//! [`Shape`] (`engine.rs`). Validation is in `validate.rs`, CUDA graphs (`-G`) in `graph.rs`,
 //! per-iteration events and statistics (`-I`) in `per_iter.rs`.
 //!
 //! The timed loop is the hot path: each operation is bound once before the clock starts
@@ -7,119 +8,21 @@
 //! allocation, no locks, no plan interpretation (plus one event record per GPU per iteration
 //! with `-I 1`).
 
+use super::engine::{Engine, Shape};
 use super::interrupt;
 use super::per_iter::{self, Events};
 use super::setup::Gpu;
 #[cfg(feature = "test-hooks")]
 use super::stall;
-use super::sync::ThreadGroup;
 use crate::bootstrap::Reduce;
-use crate::collective::{Collective, Counts};
 use crate::error::{Error, Result};
 use crate::gpu::driver::CUdeviceptr;
 use crate::gpu::nccl::Nccl;
 use crate::gpu::op::BoundOp;
-use crate::options::{Average, Blocking, Options};
+use crate::options::{Average, Blocking};
 use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
 use std::time::Instant;
-
-/// What every thread shares.
-pub struct Engine<'a> {
-    /// Validated options.
-    pub opts: &'a Options,
-    /// The collective under test.
-    pub coll: &'a dyn Collective,
-    /// libnccl.
-    pub nccl: &'static Nccl,
-    /// The threads (and processes) of the run.
-    pub group: &'a ThreadGroup<'a>,
-    /// Communicator size.
-    pub nranks: usize,
-    /// Largest size after the memory clamp.
-    pub max_bytes: u64,
-    /// Number of processes (for the `-a 1` mean).
-    pub world_size: usize,
-}
-
-/// One datatype/op/root combination at one size.
-#[derive(Debug, Clone, Copy)]
-pub struct Shape {
-    /// Datatype.
-    pub dt: DataType,
-    /// Reduction op (ignored by non-reductions).
-    pub op: RedOp,
-    /// Root.
-    pub root: usize,
-    /// Counts for this size.
-    pub counts: Counts,
-    /// Buffer rotation: iteration `it` shifts both pointers by `span × (it mod steps)` bytes,
-    /// `span` being the printed size and `steps` how many spans fit in the largest size.
-    pub span: u64,
-    /// See `span`.
-    pub steps: u64,
-}
-
-impl Shape {
-    /// Counts for `bytes` bytes of `dt`.
-    pub fn new(e: &Engine, dt: DataType, op: RedOp, root: usize, bytes: u64) -> Shape {
-        Shape::of(e.coll, e.nranks, e.max_bytes, dt, op, root, bytes)
-    }
-
-    /// Counts for `bytes` bytes of `dt` of collective `coll` on `nranks` ranks, with buffers
-    /// for `max_bytes` (the largest size).
-    pub fn of(
-        coll: &dyn Collective,
-        nranks: usize,
-        max_bytes: u64,
-        dt: DataType,
-        op: RedOp,
-        root: usize,
-        bytes: u64,
-    ) -> Shape {
-        let ts = dt.size();
-        let counts = coll.counts(bytes as usize / ts, nranks, ts);
-        let span = counts.printed_size(ts);
-        Shape {
-            dt,
-            op,
-            root,
-            counts,
-            span,
-            steps: max_bytes.checked_div(span).unwrap_or(1).max(1),
-        }
-    }
-
-    /// The send and receive pointers of rank `rank` whose buffers start at `(send, recv)`:
-    /// `unalign` elements in (`-u`), at the in-place offsets in place, advanced by `shift`
-    /// bytes.
-    pub fn pointers(
-        &self,
-        (send, recv): (CUdeviceptr, CUdeviceptr),
-        rank: usize,
-        unalign: u64,
-        in_place: bool,
-        shift: u64,
-    ) -> (CUdeviceptr, CUdeviceptr) {
-        let ts = self.ts() as u64;
-        let unalign = unalign * ts;
-        let recv = recv + unalign;
-        let rank = rank as u64;
-        let (send, recv) = if in_place {
-            (
-                recv + self.counts.send_inplace_offset as u64 * ts * rank,
-                recv + self.counts.recv_inplace_offset as u64 * ts * rank,
-            )
-        } else {
-            (send + unalign, recv)
-        };
-        (send + shift, recv + shift)
-    }
-
-    pub(super) fn ts(&self) -> usize {
-        self.dt.size()
-    }
-}
 
 /// The GPUs of one thread and its counters.
 pub struct Worker<'a> {

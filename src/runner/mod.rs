@@ -2,15 +2,16 @@
 //! next ones what it found in a small struct:
 //!
 //! 1. `launch.rs`: join the job (bootstrap), create the `-J` file, start the watchdog; in the
-//!    end, finalize the job or tell it about a failure ([`launch::Launched`]).
+//!    end, finalize the job or tell it about a failure (`Launched`).
 //! 2. `discover.rs`: CUDA, libnccl and its version rules (`version.rs`), the header, this
 //!    process' devices, every process' record checked by rank 0, the device lines
-//!    ([`discover::Discovery`]).
+//!    (`Discovery`).
 //! 3. `plan.rs`: the memory clamp, the loops over datatypes, ops, roots and sizes, the buffer
 //!    sizes, the validation kernels started (`Plan`).
 //! 4. `setup.rs`: the NCCL id, communicators, buffers, registrations (`Ready`).
 //! 5. `threads.rs`: the measurements on the `-t` threads, one by one in `measure.rs` (warm-up,
-//!    timed loop; `op.rs`, `graph.rs`, `per_iter.rs`, `validate.rs`), the rows (`Measured`).
+//!    timed loop; `engine.rs`, `op.rs`, `graph.rs`, `per_iter.rs`, `validate.rs`), the rows
+//!    (`Measured`).
 //! 6. `finish.rs`: the summary, the GPUs torn down, the footer and the JSON, the exit code.
 //!
 //! `--dry-run` (`dry_run.rs`) stops after the launch: it checks the placement without CUDA,
@@ -21,6 +22,7 @@
 
 pub mod discover;
 mod dry_run;
+mod engine;
 mod fault;
 mod finish;
 mod graph;
@@ -43,7 +45,8 @@ mod version;
 mod watch;
 
 pub use discover::Discovered;
-pub use measure::{Engine, Shape, Worker};
+pub use engine::{Engine, Shape};
+pub use measure::Worker;
 pub use setup::{BufferSizes, Gpu};
 pub use sync::ThreadGroup;
 

@@ -7,7 +7,8 @@
 //! (see `gpu::op`): no plan interpretation, no closures, no dynamic dispatch into the
 //! collective, no allocation, no clock read, no atomics.
 
-use super::measure::{Shape, Worker};
+use super::engine::Shape;
+use super::measure::Worker;
 use crate::collective::{Call, Natives, step};
 use crate::error::Result;
 use crate::gpu::op::BoundOp;

@@ -1,7 +1,7 @@
 //! Phase 4, set up: the GPUs' resources. The group's NCCL id is made and shared, then each GPU
 //! gets its communicator, stream, buffers and their registration (`-R`) and the validation
 //! kernels, with the free-memory readings of `-M 1` between the steps; by the main thread
-//! (`-p 0`) or, with `-p 1`, by each benchmark thread for its own GPUs ([`ThreadGpus`]). The GPU
+//! (`-p 0`) or, with `-p 1`, by each benchmark thread for its own GPUs (`ThreadGpus`). The GPU
 //! layer's types tear them down when dropped (`gpu::rank`).
 
 use super::discover::{Discovered, Discovery};

@@ -6,8 +6,9 @@
 //! reports, and the output is closed.
 
 use super::discover::Discovery;
+use super::engine::{Engine, Shape};
 use super::interrupt;
-use super::measure::{Engine, Shape, Worker};
+use super::measure::Worker;
 use super::output::Output;
 use super::plan::{Loops, Plan, label};
 use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};

@@ -2,7 +2,8 @@
 //! kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on every
 //! GPU and summed over all ranks.
 
-use super::measure::{Shape, Worker};
+use super::engine::Shape;
+use super::measure::Worker;
 use super::setup::Gpu;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
