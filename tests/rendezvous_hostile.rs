@@ -7,9 +7,11 @@
 //! binary, a rank that dies early, a second rank 0, and launcher environments that would make
 //! a lone rank 0.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
@@ -33,7 +35,7 @@ fn rank(
     extra: &[(&str, &str)],
     args: &[&str],
 ) -> Child {
-    let mut c = Command::new(bin);
+    let mut c = support::program(bin);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
@@ -436,7 +438,7 @@ fn a_second_rank_0_is_told_why() {
 
 /// The binary with a clean environment plus `vars`, run to completion.
 fn env_run(vars: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(BIN);
+    let mut c = support::program(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CUDA_VISIBLE_DEVICES", "0")
