@@ -283,6 +283,9 @@ fn a_forged_hello_for_a_taken_rank_does_not_abort_the_job() {
     let start = Instant::now();
     let r0 = rank(BIN, 0, 3, port, &[], &[]);
     let r1 = rank(BIN, 1, 3, port, &[], &[]);
+    // Rank 0 listens (a slow start, e.g. under an emulator, takes longer than the pause), then
+    // rank 1 has time to take its place.
+    wait_listening(port);
     std::thread::sleep(Duration::from_millis(500));
     let answer = text(&say(port, &forged_hello(1, 3, "forger")));
     assert!(answer.contains("refused"), "{answer:?}");
