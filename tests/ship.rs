@@ -243,6 +243,8 @@ fn install_layout_errors_are_one_line_and_exit_2() {
         vec!["--bogus"],
         vec!["--mpi", "--suffix", "_x", "--print"],
         vec!["--build-dir", "/abs", "--print"],
+        vec!["--destdir", "/tmp/x", "--print", "relative/prefix"],
+        vec!["--both-names", "--suffix", ".x", "--print"],
         vec!["--from", tmp.0.to_str().expect("utf-8"), "/tmp/x"],
     ] {
         let out = run(layout_script().args(&args));
