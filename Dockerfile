@@ -13,7 +13,7 @@
 # Several architectures: the Rust stage runs on the build machine's platform ($BUILDPLATFORM)
 # and cross-compiles for $TARGETARCH (ci/cross.sh: the cross gcc, and the target's Open MPI
 # unpacked from Debian's packages), so cargo never runs under emulation. Only the runtime
-# stage's apt-get runs on the target platform (buildx emulates it for a foreign one: QEMU in
+# stages' apt-get runs on the target platform (buildx emulates it for a foreign one: QEMU in
 # binfmt_misc on the build machine, as buildx documents). Needs BuildKit (Docker 23 or newer).
 #
 # Build arguments (docker build --build-arg NAME=VALUE):
