@@ -3,7 +3,8 @@
 # cross-compiles both builds (default and --features mpi) with ci/cross.sh and runs the
 # GPU-free tests under qemu-user:
 #
-#   default build: the library's unit tests and every test target but tests/ship.rs (it runs
+#   default build (tests with the test-hooks feature, as tests/rank_faults.rs needs):
+#                  the library's unit tests and every test target but tests/ship.rs (it runs
 #                  the host's `cargo install` and reads the shipped files, which do not depend
 #                  on the architecture) — CLI and hostile command lines, --dry-run launches of
 #                  4 processes (Slurm, torchrun, mpirun-environment styles), the rendezvous
@@ -85,7 +86,8 @@ bin="$target_dir/$TRIPLE/debug/all_reduce_perf"
 step "build" cargo build --locked --target "$TRIPLE"
 is_arm64 "$bin" || die "$bin is not an aarch64 binary"
 if [ "$tests" = 1 ]; then
-  step "qemu tests" cargo test --locked --no-fail-fast --target "$TRIPLE" "${qemu_tests[@]}"
+  step "qemu tests" cargo test --locked --no-fail-fast --target "$TRIPLE" --features test-hooks \
+    "${qemu_tests[@]}"
 fi
 if [ "$mpi" = 1 ]; then
   step "build (mpi)" cargo build --locked --target "$TRIPLE" --features mpi
@@ -93,7 +95,7 @@ if [ "$mpi" = 1 ]; then
   # NEEDED libmpi.so.40: the MPI build, not the default one under the same name.
   grep -q -a 'libmpi\.so\.40' "$bin" || die "the mpi build of all_reduce_perf does not link libmpi.so.40"
   if [ "$tests" = 1 ]; then
-    step "qemu tests (mpi)" cargo test --locked --no-fail-fast --target "$TRIPLE" --features mpi \
+    step "qemu tests (mpi)" cargo test --locked --no-fail-fast --target "$TRIPLE" --features mpi,test-hooks \
       --test bootstrap --test rank_faults --test cli
   fi
 fi
