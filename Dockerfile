@@ -1,85 +1,137 @@
 # nccl-perf where nccl-tests images keep nccl-tests: the eleven *_perf benchmarks and the
-# nccl-perf tool in /opt/nccl-tests/build, on PATH, on a CUDA runtime image with NCCL and OpenMPI.
+# nccl-perf tool on a small CUDA image with NCCL, NVRTC and OpenMPI, for x86-64 and arm64.
 #
 #   docker build -t nccl-perf .
+#   docker buildx build --platform linux/amd64,linux/arm64 -t REGISTRY/nccl-perf --push .
 #   docker run --rm --gpus all nccl-perf all_reduce_perf -b 8 -e 8G -f 2 -g 8
 #
+# Where the programs answer (ci/install-layout.sh --common): $NCCL_TESTS_PREFIX/build (on PATH),
+# and through symlinks /opt/nccl-tests/build, /opt/nccl_tests/build, /third_party/nccl-tests/build,
+# /workspace/nccl-tests/build and /usr/local/bin; the MPI build (the default) under both names,
+# all_reduce_perf and all_reduce_perf_mpi.
+#
+# Several architectures: the Rust stage runs on the build machine's platform ($BUILDPLATFORM)
+# and cross-compiles for $TARGETARCH (ci/cross.sh: the cross gcc, and the target's Open MPI
+# unpacked from Debian's packages), so cargo never runs under emulation. Only the runtime
+# stages' apt-get runs on the target platform (buildx emulates it for a foreign one: QEMU in
+# binfmt_misc on the build machine, as buildx documents). Needs BuildKit (Docker 23 or newer).
+#
 # Build arguments (docker build --build-arg NAME=VALUE):
-#   NCCL_TESTS_PREFIX  install root; the binaries go to $NCCL_TESTS_PREFIX/build
-#                      (default /opt/nccl-tests). gIB/GKE layout, as the GPUDirect-RDMA recipes
-#                      call it (/third_party/nccl-tests/build/all_gather_perf):
-#                        docker build --build-arg NCCL_TESTS_PREFIX=/third_party/nccl-tests .
+#   NCCL_TESTS_PREFIX  where the binaries are: $NCCL_TESTS_PREFIX/build (default /opt/nccl-tests);
+#                      the other paths above link to it
 #   FEATURES           cargo features (default mpi: mpirun and srun --mpi=pmix start one MPI job;
 #                      the same binaries also run alone and from Slurm/torchrun/Kubernetes
-#                      environments). FEATURES= builds without MPI.
-#   NAME_SUFFIX        appended to the benchmark names, as nccl-tests' `make NAME_SUFFIX=_mpi`
-#                      (all_reduce_perf_mpi); default none.
-#   CUDA_IMAGE         runtime base (default nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04).
-#   RUST_IMAGE         builder (default rust:1.95-bookworm). Its glibc sets the oldest one the
-#                      binaries run on: bookworm's builds need glibc 2.35 (Ubuntu 22.04 or newer).
+#                      environments). FEATURES= builds without MPI (then no _mpi names).
+#   NAME_SUFFIX        the installed files' suffix, as nccl-tests' `make NAME_SUFFIX=_mpi`
+#                      (default none; the other name is a link either way)
+#   CUDA_IMAGE         runtime base (default nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04): the
+#                      `base` flavour plus the two CUDA packages the binaries load (libnccl2,
+#                      the NVRTC of the image's CUDA); `runtime` would add math libraries they
+#                      never load. The driver's libcuda comes from the host.
+#   NCCL_VERSION       the libnccl2 package version (default: the newest built for the image's
+#                      CUDA, e.g. 2.28.3-1+cuda13.0); ignored when the base image has libnccl2
+#   USER_UID           the image's user, nccl (default 10001; non-root)
+#   RUST_IMAGE         builder (default rust:1.95-bookworm). Its glibc (2.36) sets the oldest one
+#                      the binaries run on: Ubuntu 22.04 or newer.
 #
 # At run time the binaries need the driver's libcuda (the NVIDIA container toolkit mounts it:
-# --gpus all, or nvidia.com/gpu on Kubernetes), libnccl.so.2 and, for validation (-c 1, the
-# default), libnvrtc: this image installs both when the base lacks them. Without libnvrtc,
-# run with -c 0. NCCL_PERF_LIBNCCL=/path/to/libnccl.so.2 picks another NCCL (a network plugin's).
+# --gpus all, or nvidia.com/gpu on Kubernetes), libnccl.so.2 and, for validation, libnvrtc; where
+# NVRTC is missing or too old for the GPU, validation uses the bundled PTX through the driver.
+# NCCL_PERF_LIBNCCL=/path/to/libnccl.so.2 picks another NCCL (a network plugin's).
 #
-# Targets: the default image; `--target mpijob` adds the OpenSSH server and client settings that
-# the Kubeflow MPI operator (MPIJob v2beta1) expects in launcher and worker images.
+# The user: the image runs as nccl (uid USER_UID), which is enough for GPUs, NVLink and TCP.
+# RDMA fabrics (InfiniBand, RoCE, EFA, GKE RDMA) need locked memory: run those as root with
+# IPC_LOCK (examples/kubernetes: the fabric variants say runAsUser: 0), since Kubernetes gives
+# an added capability to root only.
+#
+# Targets: the default image; `--target mpijob` adds the SSH server and client settings that
+# the Kubeflow MPI operator (MPIJob v2beta1) expects, running as nccl too; sshd's host keys are
+# made when a container starts (docker/sshd.sh), never stored in the image.
 
 ARG RUST_IMAGE=rust:1.95-bookworm
-ARG CUDA_IMAGE=nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04
+ARG CUDA_IMAGE=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04
+ARG NCCL_TESTS_PREFIX=/opt/nccl-tests
 
 # ---------------------------------------------------------------------------------------------
-FROM ${RUST_IMAGE} AS builder
+FROM --platform=$BUILDPLATFORM ${RUST_IMAGE} AS builder
+ARG TARGETARCH
 ARG FEATURES=mpi
 ARG NAME_SUFFIX=
-# The MPI build binds OpenMPI (libmpi.so.40, as Ubuntu's runtime package) through bindgen.
-RUN set -eux; \
-    case ",${FEATURES}," in \
-      *,mpi,*) apt-get update; \
-               apt-get install -y --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev; \
-               rm -rf /var/lib/apt/lists/* ;; \
-    esac
+ARG NCCL_TESTS_PREFIX
 WORKDIR /src
-COPY . .
-# install-layout.sh lays the binaries out as nccl-tests' build folder: /stage/build/<coll>_perf.
+# The toolchain for TARGETARCH (native: OpenMPI and libclang for the mpi feature; another
+# architecture: its cross gcc and libc, and its Open MPI into /sysroot), before the sources so
+# that the layer is kept across source changes.
+COPY ci/cross.sh ci/cross.sh
 RUN set -eux; \
-    cargo build --release --locked --features "${FEATURES}"; \
-    ci/install-layout.sh --from target/release --suffix "${NAME_SUFFIX}" /stage
+    mpi=""; case ",${FEATURES}," in *,mpi,*) mpi=--mpi ;; esac; \
+    ci/cross.sh --install $mpi --sysroot /sysroot "${TARGETARCH:-$(dpkg --print-architecture)}"; \
+    rm -rf /var/lib/apt/lists/*
+COPY . .
+# install-layout.sh stages the image's paths under /stage: the binaries in
+# $NCCL_TESTS_PREFIX/build, the links of --common around them.
+RUN set -eux; \
+    mpi=""; case ",${FEATURES}," in *,mpi,*) mpi=--mpi ;; esac; \
+    triple="$(ci/cross.sh --print-triple "${TARGETARCH:-$(dpkg --print-architecture)}")"; \
+    ci/cross.sh $mpi --sysroot /sysroot "$triple" -- \
+      cargo build --release --locked --target "$triple" --features "${FEATURES}"; \
+    ci/install-layout.sh --from "target/$triple/release" --suffix "${NAME_SUFFIX}" --common --destdir /stage "${NCCL_TESTS_PREFIX}"
 
 # ---------------------------------------------------------------------------------------------
 FROM ${CUDA_IMAGE} AS runtime
-ARG NCCL_TESTS_PREFIX=/opt/nccl-tests
-# OpenMPI's launcher and library; NCCL and NVRTC only where the base image lacks them (the CUDA
-# runtime images carry both, and hold libnccl2 at the version they were tested with).
+ARG NCCL_TESTS_PREFIX
+ARG NCCL_VERSION=
+ARG USER_UID=10001
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# OpenMPI's launcher and library; NCCL (held at the version built for the image's CUDA) and
+# NVRTC where the base image lacks them; the user. Other packages take the versions of the
+# image's apt sources (the CUDA repository's NVRTC is the image's CUDA); $pkgs is a word list.
+# hadolint ignore=DL3008,SC2086
 RUN set -eux; \
-    pkgs="openmpi-bin"; \
-    dpkg -s libnccl2 >/dev/null 2>&1 || pkgs="$pkgs libnccl2"; \
-    if ! ldconfig -p | grep -q 'libnvrtc\.so'; then \
-      cuda="$(echo "${CUDA_VERSION:?the base image sets CUDA_VERSION}" | cut -d. -f1,2 | tr . -)"; \
-      pkgs="$pkgs cuda-nvrtc-$cuda"; \
-    fi; \
+    cuda="$(echo "${CUDA_VERSION:?the CUDA images set CUDA_VERSION}" | cut -d. -f1,2)"; \
     apt-get update; \
+    pkgs="openmpi-bin"; \
+    hold=""; \
+    if ! dpkg -s libnccl2 >/dev/null 2>&1; then \
+      nccl="${NCCL_VERSION:-$(apt-cache madison libnccl2 | awk -v c="+cuda$cuda" 'substr($3, length($3) - length(c) + 1) == c { print $3; exit }')}"; \
+      pkgs="$pkgs libnccl2=${nccl:?no libnccl2 built for CUDA $cuda in the image apt sources}"; \
+      hold=libnccl2; \
+    fi; \
+    if ! ldconfig -p | grep -q 'libnvrtc\.so'; then \
+      pkgs="$pkgs cuda-nvrtc-$(echo "$cuda" | tr . -)"; \
+    fi; \
     apt-get install -y --no-install-recommends $pkgs; \
-    rm -rf /var/lib/apt/lists/*
-COPY --from=builder /stage/ ${NCCL_TESTS_PREFIX}/
+    if [ -n "$hold" ]; then apt-mark hold $hold; fi; \
+    rm -rf /var/lib/apt/lists/*; \
+    useradd --uid "${USER_UID}" --create-home --shell /bin/bash nccl; \
+    install -d -o nccl -g nccl /workspace
+COPY --from=builder /stage/ /
 ENV PATH=${NCCL_TESTS_PREFIX}/build:${PATH}
+WORKDIR /workspace
+USER ${USER_UID}
 LABEL org.opencontainers.image.title="nccl-perf" \
       org.opencontainers.image.description="nccl-tests compatible NCCL benchmarks (*_perf) and the nccl-perf tool"
 
 # ---------------------------------------------------------------------------------------------
-# For MPIJob: the operator mounts SSH keys from a Secret into /root/.ssh and starts sshd on the
-# workers (/usr/sbin/sshd -De); host keys are not checked and the mounted files' modes are not
-# enforced (the Secret mount is read-only).
+# For MPIJob: the operator mounts its SSH keys from a Secret at the MPIJob's sshAuthMountPath
+# (/home/nccl/.ssh for this user) and runs the worker command, here docker/sshd.sh, which makes
+# host keys and starts sshd on port 2222 (the image's ssh client uses that port). Host keys are
+# not checked, and the mounted files' modes are not enforced (the Secret mount is read-only).
 FROM runtime AS mpijob
+ARG USER_UID=10001
+USER 0
+COPY docker/sshd.sh /usr/local/bin/nccl-perf-sshd
+# hadolint ignore=DL3008
 RUN set -eux; \
     apt-get update; \
     apt-get install -y --no-install-recommends openssh-server openssh-client; \
     rm -rf /var/lib/apt/lists/*; \
+    rm -f /etc/ssh/ssh_host_*; \
     mkdir -p /var/run/sshd; \
     sed -i 's/[ #]\(.*StrictHostKeyChecking \).*/ \1no/g' /etc/ssh/ssh_config; \
-    echo "    UserKnownHostsFile /dev/null" >> /etc/ssh/ssh_config; \
+    printf '    UserKnownHostsFile /dev/null\n    Port 2222\n' >> /etc/ssh/ssh_config; \
     sed -i 's/#\(StrictModes \).*/\1no/g' /etc/ssh/sshd_config
+USER ${USER_UID}
 
 # ---------------------------------------------------------------------------------------------
 # The default target: the runtime image.

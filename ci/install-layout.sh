@@ -11,6 +11,13 @@
 # under mpirun would otherwise need NCCL_PERF_RENDEZVOUS). Run the script twice to get both
 # names in one folder, as some images do.
 #
+# Images and scripts call nccl-tests at several paths; --common makes one install answer at
+# all of them with symlinks: PREFIX/build itself, /opt/nccl-tests/build, /opt/nccl_tests/build
+# (Nebius), /third_party/nccl-tests/build (GKE's gIB images), /workspace/nccl-tests/build, and
+# every program in /usr/local/bin (NGC-style images put all_reduce_perf_mpi there); with an MPI
+# build each benchmark answers both as all_reduce_perf and as all_reduce_perf_mpi. --destdir
+# stages all of it under a folder (an image's build stage), links pointing where things will be.
+#
 # Usage: ci/install-layout.sh [options] [PREFIX]
 #   PREFIX            install root (default /opt/nccl-tests; gIB/GKE images: /third_party/nccl-tests)
 #   --from DIR        folder with the built binaries (default: ${CARGO_TARGET_DIR:-target}/release,
@@ -20,7 +27,19 @@
 #   --mpi             --suffix _mpi, and check the binaries link libmpi
 #   --symlink         link to the binaries in --from instead of copying them
 #   --no-tool         leave out nccl-perf
-#   --print           print the paths that would be installed, one a line, and change nothing
+#   --both-names      an MPI build answers under both names: all_reduce_perf and
+#                     all_reduce_perf_mpi (the one not installed is a symlink to the other);
+#                     a build without MPI gets no _mpi names (a note says so)
+#   --link PREFIX2    PREFIX2/<build-dir> becomes a symlink to the installed folder (repeatable)
+#   --bin-links DIR   a symlink in DIR for every installed program and name
+#   --common          --both-names, --link for each of /opt/nccl-tests /opt/nccl_tests
+#                     /third_party/nccl-tests /workspace/nccl-tests (PREFIX itself left out),
+#                     and --bin-links /usr/local/bin
+#   --destdir DIR     install under DIR as if DIR were / (PREFIX and the links must be
+#                     absolute); links are relative, so they hold both there and once copied
+#   --print           print the paths that would be installed, one a line (links as
+#                     `LINK -> TARGET`), and change nothing; --both-names is printed as for an
+#                     MPI build unless --from holds a build without MPI
 #   -h, --help        this text
 set -euo pipefail
 
@@ -38,6 +57,10 @@ mpi=0
 symlink=0
 tool=1
 print=0
+both=0
+links=()
+bin_links=""
+destdir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --from) [ $# -ge 2 ] || die "--from needs a folder"; from="$2"; shift 2 ;;
@@ -49,6 +72,18 @@ while [ $# -gt 0 ]; do
     --mpi) mpi=1; shift ;;
     --symlink) symlink=1; shift ;;
     --no-tool) tool=0; shift ;;
+    --both-names) both=1; shift ;;
+    --link) [ $# -ge 2 ] || die "--link needs a folder"; links+=("$2"); shift 2 ;;
+    --link=*) links+=("${1#*=}"); shift ;;
+    --bin-links) [ $# -ge 2 ] || die "--bin-links needs a folder"; bin_links="$2"; shift 2 ;;
+    --bin-links=*) bin_links="${1#*=}"; shift ;;
+    --common)
+      both=1
+      links+=(/opt/nccl-tests /opt/nccl_tests /third_party/nccl-tests /workspace/nccl-tests)
+      bin_links=/usr/local/bin
+      shift ;;
+    --destdir) [ $# -ge 2 ] || die "--destdir needs a folder"; destdir="$2"; shift 2 ;;
+    --destdir=*) destdir="${1#*=}"; shift ;;
     --print) print=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
@@ -68,8 +103,30 @@ case "$build_dir" in
   ''|/*) die "--build-dir must be a relative folder name: '$build_dir'" ;;
 esac
 [ -n "$prefix" ] || die "empty PREFIX"
+if [ "$both" = 1 ] && [ -n "$suffix" ] && [ "$suffix" != _mpi ]; then
+  die "--both-names works with no suffix or _mpi, not $suffix"
+fi
+if [ -n "$destdir" ]; then
+  for p in "$prefix" "${links[@]}" ${bin_links:+"$bin_links"}; do
+    case "$p" in /*) ;; *) die "with --destdir, PREFIX and the links must be absolute: $p" ;; esac
+  done
+fi
 
-dest="${prefix%/}/$build_dir"
+# Final paths (as the image or machine will see them): absolute, without --destdir.
+final() { realpath -m -s -- "$1"; }
+dest="$(final "${prefix%/}")/$build_dir"
+# Where a final path is written now.
+here() { printf '%s%s' "${destdir%/}" "$1"; }
+# A symlink at final path $1 to final path $2, relative so that it holds under --destdir too.
+relink() {
+  local at; at="$(here "$1")"
+  if [ -e "$at" ] && [ ! -L "$at" ]; then
+    die "$at exists and is not a symlink: not replacing it"
+  fi
+  mkdir -p "$(dirname "$at")"
+  rm -f "$at"
+  ln -s "$(realpath -m -s --relative-to="$(dirname "$1")" -- "$2")" "$at"
+}
 
 # (source name, installed name) pairs, benchmarks first.
 sources=()
@@ -83,10 +140,52 @@ if [ "$tool" = 1 ]; then
   targets+=(nccl-perf)
 fi
 
+# Whether the binaries in --from are an MPI build: they name libmpi in their dynamic section
+# (NEEDED libmpi.so.40). Empty when --from has no all_reduce_perf to look at.
+mpi_build() {
+  local f="$from/all_reduce_perf"
+  [ -f "$f" ] || return 2
+  grep -q -a 'libmpi\.so' "$f"
+}
+
+# The other name of each benchmark (--both-names), when the build is an MPI one.
+other_names=()
+if [ "$both" = 1 ]; then
+  rc=0
+  mpi_build || rc=$?
+  if [ "$rc" = 1 ]; then
+    echo "install-layout: note: $from holds a build without MPI: no _mpi names" >&2
+  elif [ "$rc" = 2 ] && [ "$print" = 0 ]; then
+    die "--both-names: no $from/all_reduce_perf to look at"
+  else
+    for b in "${BENCHMARKS[@]}"; do
+      if [ "$suffix" = _mpi ]; then other_names+=("${b}_perf"); else other_names+=("${b}_perf_mpi"); fi
+    done
+  fi
+fi
+# Every folder link: (link, target) final paths, PREFIX's own build folder left out.
+link_at=()
+for l in "${links[@]}"; do
+  at="$(final "${l%/}")/$build_dir"
+  [ "$at" = "$dest" ] || link_at+=("$at")
+done
+names=("${targets[@]}" "${other_names[@]}")
+
 if [ "$print" = 1 ]; then
   for t in "${targets[@]}"; do
     echo "$dest/$t"
   done
+  for i in "${!other_names[@]}"; do
+    echo "$dest/${other_names[$i]} -> $dest/${targets[$i]}"
+  done
+  for at in "${link_at[@]}"; do
+    echo "$at -> $dest"
+  done
+  if [ -n "$bin_links" ]; then
+    for n in "${names[@]}"; do
+      echo "$(final "$bin_links")/$n -> $dest/$n"
+    done
+  fi
   exit 0
 fi
 
@@ -107,11 +206,11 @@ if [ "$mpi" = 1 ]; then
   done
 fi
 
-mkdir -p "$dest"
+mkdir -p "$(here "$dest")"
 from_abs="$(cd "$from" && pwd)"
 for i in "${!sources[@]}"; do
   src="$from_abs/${sources[$i]}"
-  dst="$dest/${targets[$i]}"
+  dst="$(here "$dest/${targets[$i]}")"
   rm -f "$dst"
   if [ "$symlink" = 1 ]; then
     ln -s "$src" "$dst"
@@ -120,4 +219,19 @@ for i in "${!sources[@]}"; do
     chmod 0755 "$dst"
   fi
 done
-echo "install-layout: ${#targets[@]} programs in $dest (add it to PATH, as nccl-tests images do)" >&2
+for i in "${!other_names[@]}"; do
+  relink "$dest/${other_names[$i]}" "$dest/${targets[$i]}"
+done
+for at in "${link_at[@]}"; do
+  relink "$at" "$dest"
+done
+if [ -n "$bin_links" ]; then
+  for n in "${names[@]}"; do
+    relink "$(final "$bin_links")/$n" "$dest/$n"
+  done
+fi
+extra=""
+[ ${#other_names[@]} -eq 0 ] || extra+=", ${#other_names[@]} _mpi names"
+[ ${#link_at[@]} -eq 0 ] || extra+=", ${#link_at[@]} folder links"
+[ -z "$bin_links" ] || extra+=", links in $bin_links"
+echo "install-layout: ${#targets[@]} programs in ${destdir:+$destdir:}$dest$extra (add it to PATH, as nccl-tests images do)" >&2

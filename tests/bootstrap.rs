@@ -2,6 +2,8 @@
 //! launcher environments (Slurm, torchrun, mpirun) and `--dry-run`, which bootstraps for real
 //! and prints the plan. Every child runs under a deadline and is killed past it.
 
+mod support;
+
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -18,7 +20,7 @@ fn free_port() -> u16 {
 
 /// The binary with a clean environment plus `vars`.
 fn command(vars: &[(&str, String)]) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = support::program(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         // Numeric indexes: GPUs are "visible" but their identity is unknown, so the plan is the
@@ -219,7 +221,8 @@ fn mpirun(np: usize, extra_env: &[(&str, &str)]) -> Option<Output> {
         "-np",
     ])
     .arg(np.to_string())
-    .args([BIN, "--dry-run", "-b", "1M", "-e", "4M", "-f", "2"]);
+    .args(support::program_words(BIN))
+    .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"]);
     let vars: HashMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
             !(k.starts_with("SLURM_")
@@ -296,8 +299,11 @@ fn mpirun_mpmd_with_another_binary_stops_naming_the_rank() {
     let bcast = env!("CARGO_BIN_EXE_broadcast_perf");
     let o = Command::new("timeout")
         .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe"])
-        .args(["-np", "2", BIN, "--dry-run", "-b", "1M", "-e", "1M", ":"])
-        .args(["-np", "1", bcast, "--dry-run", "-b", "2M", "-e", "2M"])
+        .args(["-np", "2"])
+        .args(support::program_words(BIN))
+        .args(["--dry-run", "-b", "1M", "-e", "1M", ":", "-np", "1"])
+        .args(support::program_words(bcast))
+        .args(["--dry-run", "-b", "2M", "-e", "2M"])
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
         .output()
         .expect("mpirun runs");

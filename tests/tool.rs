@@ -4,6 +4,7 @@
 //! write real images.
 
 mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,7 +24,7 @@ fn read(path: &Path) -> String {
 
 /// Runs the tool; stdout, stderr and exit code.
 fn tool(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+    let out = support::program(env!("CARGO_BIN_EXE_nccl-perf"))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
@@ -452,8 +453,10 @@ fn compare_with_nccl_tests_script_runs_both_and_compares() {
         "ar_sweep.out",
     );
     fake(&dir.join("ours/all_reduce_perf"), "ar_sweep_run2.out");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nccl-perf"), dir.join("ours/nccl-perf"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    support::program_link(
+        Path::new(env!("CARGO_BIN_EXE_nccl-perf")),
+        &dir.join("ours/nccl-perf"),
+    );
     let run = |compare: &[&str]| {
         let mut args = vec![
             script.to_string_lossy().into_owned(),

@@ -1,10 +1,11 @@
-//! Helpers shared by the tests that start the benchmark binaries as a user would: runs under a
-//! deadline, panic detection, and stand-in CUDA/NCCL/NVRTC libraries built at test time.
+//! Helpers shared by the tests that start the benchmark binaries as a user would: how to start
+//! them (directly, or through an emulator when the tests run for another architecture), runs
+//! under a deadline, panic detection, and stand-in CUDA/NCCL/NVRTC libraries built at test time.
 
 // Each test crate uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -59,9 +60,64 @@ impl Outcome {
     }
 }
 
+/// The command prefix that starts our built programs, from `NCCL_PERF_TEST_RUNNER` (split on
+/// white space); empty when unset, the native case.
+///
+/// When the tests are built for another architecture (`ci/arm64.sh`: aarch64 under
+/// `qemu-aarch64 -L SYSROOT`, cargo's `runner`), the test process itself runs in the emulator,
+/// and an emulated process cannot exec a foreign binary: every program the tests start — a
+/// benchmark, `nccl-perf`, one handed to `timeout`, `mpirun` or a script — goes through this
+/// prefix. Host tools (`bash`, `mpirun`, `cc`) start as they are.
+pub fn runner() -> Vec<OsString> {
+    std::env::var("NCCL_PERF_TEST_RUNNER")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(OsString::from)
+        .collect()
+}
+
+/// `Command` for one of our programs, through [`runner`] when there is one.
+pub fn program(bin: impl AsRef<OsStr>) -> Command {
+    let words = program_words(bin);
+    let mut c = Command::new(&words[0]);
+    c.args(&words[1..]);
+    c
+}
+
+/// The words that start `bin` on another program's command line (`timeout 60 WORDS...`,
+/// `mpirun -np 4 WORDS...`): the runner's, then `bin`.
+pub fn program_words(bin: impl AsRef<OsStr>) -> Vec<OsString> {
+    let mut words = runner();
+    words.push(bin.as_ref().to_os_string());
+    words
+}
+
+/// Makes `link` start `bin` for the scripts a test runs: a symlink natively, a two-line shell
+/// script through [`runner`] otherwise.
+pub fn program_link(bin: &Path, link: &Path) {
+    let runner = runner();
+    if runner.is_empty() {
+        std::os::unix::fs::symlink(bin, link).unwrap_or_else(|e| panic!("{}: {e}", link.display()));
+        return;
+    }
+    let quote = |w: &OsStr| format!("'{}'", w.to_string_lossy().replace('\'', "'\\''"));
+    let words: Vec<String> = runner
+        .iter()
+        .map(|w| quote(w))
+        .chain([quote(bin.as_os_str())])
+        .collect();
+    std::fs::write(
+        link,
+        format!("#!/bin/sh\nexec {} \"$@\"\n", words.join(" ")),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", link.display()));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(link, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// A child process: the binary with a clean environment (PATH, `RUST_BACKTRACE=1`) plus `env`.
 pub fn command(bin: &str, args: &[OsString], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(bin);
+    let mut c = program(bin);
     c.args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -127,16 +183,26 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// The C compiler, if any (`cc`, `gcc` or `clang`).
-pub fn c_compiler() -> Option<&'static str> {
-    ["cc", "gcc", "clang"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+/// The C compiler for the stand-in libraries, if any: `NCCL_PERF_TEST_CC` when set (a cross
+/// compiler when the tests run for another architecture: the libraries are loaded by our
+/// programs), else `cc`, `gcc` or `clang`.
+pub fn c_compiler() -> Option<String> {
+    if let Ok(cc) = std::env::var("NCCL_PERF_TEST_CC")
+        && !cc.is_empty()
+    {
+        return Some(cc);
+    }
+    ["cc", "gcc", "clang"]
+        .into_iter()
+        .map(String::from)
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
 }
 
 /// Builds `tests/fakes/<source>` into `<dir>/<name>` as a shared library (with `defines`, e.g.
@@ -149,6 +215,10 @@ pub fn fake_library(
     defines: &[&str],
 ) -> Option<PathBuf> {
     let Some(cc) = c_compiler() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no C compiler (cc, gcc or clang): under CI there must be one (.ci/run installs g++)"
+        );
         eprintln!("skipped: no C compiler (cc, gcc or clang) to build the stand-in libraries");
         return None;
     };
@@ -156,7 +226,7 @@ pub fn fake_library(
         .join("tests/fakes")
         .join(source);
     let out = dir.join(name);
-    let status = Command::new(cc)
+    let status = Command::new(&cc)
         .args(["-shared", "-fPIC", "-O0", "-o"])
         .arg(&out)
         .arg(&src)
