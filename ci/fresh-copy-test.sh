@@ -2,8 +2,10 @@
 # CI: the README's test command (`cargo test`) in a copy of the committed tree (`git archive
 # HEAD`) unpacked into an empty temporary folder, so that a test which reads anything outside
 # the repository (a sibling checkout, a file left in the working tree but never committed)
-# fails here as it would in a user's fresh clone. The target folder of this checkout is reused
-# through CARGO_TARGET_DIR, so only our own crate is compiled again.
+# fails here as it would in a user's fresh clone. It builds in a folder of its own under this
+# checkout's target folder (target/fresh-copy): the binaries it makes carry the temporary
+# folder's path (CARGO_MANIFEST_DIR), and cargo would otherwise take them for this checkout's
+# own and run them here later against a folder that is gone.
 #
 # Usage: ci/fresh-copy-test.sh [CARGO TEST ARGS...]
 set -euo pipefail
@@ -17,7 +19,7 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "fresh-copy-test: note: testing the committed tree (HEAD); uncommitted changes are not in it" >&2
 fi
 
-target="${CARGO_TARGET_DIR:-$PWD/target}"
+target="${CARGO_TARGET_DIR:-$PWD/target}/fresh-copy"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/nccl-perf"

@@ -459,10 +459,13 @@ fn image_layout(overrides: &[(&str, &str)]) -> (Layout, String) {
         .map(|w| w.trim_matches('"').to_string())
         .collect();
     let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
-    // --from names the builder's target folder; --print does not need it (and then prints an
-    // MPI build's names, the Dockerfile's default).
+    // --from names the builder's target folder. Here it is an empty folder: --print then
+    // prints an MPI build's names, the Dockerfile's default, whatever this checkout has built
+    // (without --from the script would look at target/release).
+    let empty = TempDir::new("no-build");
+    let empty_path = empty.0.to_string_lossy().into_owned();
     if let Some(i) = words.iter().position(|w| *w == "--from") {
-        words.drain(i..i + 2);
+        words[i + 1] = &empty_path;
     }
     let destdir = words
         .iter()
