@@ -203,10 +203,16 @@ fn json_reads_back_with_matrix_scores_and_named_gpus() {
     assert!(
         json::read("{\"version\": 1}")
             .unwrap_err()
+            .to_string()
             .contains("not a locate record")
     );
     let newer = text.replacen("\"locate_format\": 1", "\"locate_format\": 99", 1);
-    assert!(json::read(&newer).unwrap_err().contains("format 99"));
+    assert!(
+        json::read(&newer)
+            .unwrap_err()
+            .to_string()
+            .contains("format 99")
+    );
     assert!(!json::is_locate("{\"rows\": []}"));
 }
 
@@ -290,6 +296,7 @@ fn plots_draw_the_matrix_and_the_bars() {
     assert!(
         plot::plot(&doc, &missing, (900, 500))
             .unwrap_err()
+            .to_string()
             .contains("cannot create")
     );
     let empty = Report {

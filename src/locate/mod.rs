@@ -32,7 +32,7 @@ use history::RoundRecord;
 use judge::{Book, judge};
 use schedule::{Context, Kind};
 use seam::{GroupOutcome, RoundRunner};
-use stats::Thresholds;
+use stats::{ThresholdError, Thresholds};
 use topology::Topology;
 use verdict::Verdict;
 
@@ -107,7 +107,7 @@ pub fn run(
     topo: &Topology,
     config: &Config,
     on_round: &mut dyn FnMut(&RoundRecord, &Topology),
-) -> Result<Report, String> {
+) -> Result<Report, ThresholdError> {
     let th = config.thresholds;
     th.validate()?;
     let mut schedule = config.schedule.build(topo, config.seed);
