@@ -22,6 +22,9 @@ pub mod code {
     pub const INVALID_USAGE: u8 = 6;
     /// Wrong data or bandwidth below `NCCL_TESTS_MIN_BW`.
     pub const NUM_RESULTS: u8 = 7;
+    /// `--locate` named a suspect (ours: free in nccl-tests, whose codes are 0–7 and 255, and 8
+    /// is left for the next code it may add).
+    pub const SUSPECTS: u8 = 9;
     /// Argument errors.
     pub const ARGS: u8 = 255;
 }

@@ -38,7 +38,7 @@ use verdict::Verdict;
 
 /// Exit code of a locate run that names a suspect. Not one of nccl-tests' codes (0–7, 255)
 /// nor ours (130, 143): 8 is left free for the next code nccl-tests may add after 7.
-pub const EXIT_SUSPECTS: u8 = 9;
+pub const EXIT_SUSPECTS: u8 = crate::error::code::SUSPECTS;
 
 /// How to locate.
 #[derive(Debug, Clone, PartialEq)]
