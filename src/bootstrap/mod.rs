@@ -84,6 +84,9 @@ pub trait Bootstrap: Sync {
     fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()>;
     /// Collects one text block per process on rank 0, in rank order (others get an empty list).
     fn gather(&self, text: String) -> Result<Vec<String>>;
+    /// Collects one text block per process on every process, in rank order (what `--locate`
+    /// shares after each round).
+    fn allgather(&self, text: String) -> Result<Vec<String>>;
     /// Ends a run that reached its end (MPI_Finalize; a last barrier over TCP, so that no
     /// process leaves while another may still take that for a failure). Not called after a
     /// failure.
@@ -166,6 +169,9 @@ impl Bootstrap for SingleProcess {
     fn gather(&self, text: String) -> Result<Vec<String>> {
         Ok(vec![text])
     }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        Ok(vec![text])
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +184,7 @@ mod tests {
         assert_eq!((b.world_size(), b.world_rank(), b.local_rank()), (1, 0, 0));
         assert_eq!(b.allreduce(2.5, Reduce::Max).unwrap(), 2.5);
         assert_eq!(b.gather("x".into()).unwrap(), vec!["x".to_string()]);
+        assert_eq!(b.allgather("y".into()).unwrap(), vec!["y".to_string()]);
         assert_eq!(Reduce::Min.apply(1.0, 2.0), 1.0);
         assert_eq!(Reduce::Sum.apply(1.0, 2.0), 3.0);
     }

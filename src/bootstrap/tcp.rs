@@ -510,6 +510,30 @@ impl Bootstrap for TcpBootstrap {
             .into_inner()
             .map_err(|_| Error::Internal("gather failed".into()))
     }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        let body = Encoder::default().str(&text).0;
+        let all = self.collective(wire::ALLGATHER, body, &|bodies, _| {
+            // Rank 0 passes the bodies on as they came: each is a length-prefixed text.
+            let mut e = Encoder::default().u32(bodies.len() as u32);
+            for b in bodies {
+                e.0.extend_from_slice(b);
+            }
+            vec![e.0; bodies.len()]
+        })?;
+        let bad = |e: wire::WireError| failure(format!("bad allgather answer: {e}"), false);
+        let mut d = Decoder(&all);
+        let n = d.u32().map_err(bad)? as usize;
+        if n != self.size {
+            return Err(failure(
+                format!(
+                    "bad allgather answer: {n} texts for {} processes",
+                    self.size
+                ),
+                false,
+            ));
+        }
+        (0..n).map(|_| d.str().map_err(bad)).collect()
+    }
 }
 
 /// Tells every peer but `skip` why the run stops (best effort; each through its writer, so

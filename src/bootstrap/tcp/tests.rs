@@ -70,6 +70,8 @@ fn four_ranks_meet_and_run_every_collective() {
         let mut id = [b.world_rank() as u8 + 10; 128];
         b.broadcast_id(&mut id)?;
         let texts = b.gather(format!("r{}", b.world_rank()))?;
+        let all = b.allgather("é".repeat(b.world_rank()))?;
+        assert_eq!(all, ["", "é", "éé", "ééé"]);
         b.barrier()?;
         Ok((
             b.world_rank(),
