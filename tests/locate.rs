@@ -307,17 +307,22 @@ fn plots_draw_the_matrix_and_the_bars() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A runner that stops at a given round, or garbles results, around the model.
+/// A runner that stops at a given round (with the processes it lost), or garbles results,
+/// around the model.
 struct Faulty {
     model: ModelCluster,
     stop_at: usize,
     garble: bool,
+    lost: Vec<usize>,
 }
 
 impl RoundRunner for Faulty {
     fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop> {
         if round.index >= self.stop_at {
-            return Err(Stop("NCCL cannot abort the hung communicator".into()));
+            return Err(Stop {
+                why: "NCCL cannot abort the hung communicator".into(),
+                lost: self.lost.clone(),
+            });
         }
         let mut r = self.model.run_round(round, deadline)?;
         if self.garble {
@@ -340,6 +345,7 @@ fn a_runner_that_stops_gets_verdicts_on_the_rounds_that_ran() {
         model: model.clone(),
         stop_at: 5,
         garble: false,
+        lost: Vec::new(),
     };
     let (report, lines) = locate(&mut runner, &topo, &config(Kind::Full));
     assert_eq!(report.rounds.len(), 4);
@@ -353,10 +359,62 @@ fn a_runner_that_stops_gets_verdicts_on_the_rounds_that_ran() {
         model,
         stop_at: 1,
         garble: false,
+        lost: Vec::new(),
     };
     let (report, _) = locate(&mut runner, &topo, &config(Kind::Quick));
     assert!(report.rounds.is_empty() && report.verdicts.is_empty());
     assert_eq!(report.exit_code(), 0);
+}
+
+#[test]
+fn processes_that_stop_answering_are_named_as_hung() {
+    // Four nodes of one GPU, as the GPU check runs them: rank 2 stops answering in round 2.
+    let topo = Topology::uniform(4, 1);
+    let mut runner = Faulty {
+        model: ModelCluster::new(topo.clone(), 1),
+        stop_at: 2,
+        garble: false,
+        lost: vec![2],
+    };
+    let (report, lines) = locate(&mut runner, &topo, &config(Kind::Full));
+    assert_eq!(report.rounds.len(), 1);
+    assert_eq!(report.verdicts.len(), 1, "{:?}", report.verdicts);
+    let v = &report.verdicts[0];
+    assert_eq!(v.culprit, Culprit::Node { node: 2 });
+    assert_eq!(v.state.name(), "hung");
+    assert!(
+        v.evidence
+            .starts_with("rank 2 stopped answering in round 2: NCCL cannot")
+    );
+    assert_eq!(report.exit_code(), EXIT_SUSPECTS);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("# locate suspect: node003 (1 GPU) hung: rank 2 stopped")),
+        "{lines:#?}"
+    );
+    // Two processes of one node of four GPUs: those two GPUs; all four: the node.
+    let topo = Topology::uniform(4, 4);
+    for (lost, culprit) in [
+        (
+            vec![5, 6, 5],
+            Culprit::Gpus {
+                node: 1,
+                gpus: vec![1, 2],
+            },
+        ),
+        (vec![7, 4, 5, 6], Culprit::Node { node: 1 }),
+    ] {
+        let mut runner = Faulty {
+            model: ModelCluster::new(topo.clone(), 1),
+            stop_at: 1,
+            garble: false,
+            lost,
+        };
+        let (report, _) = locate(&mut runner, &topo, &config(Kind::Nodes));
+        assert_eq!(report.verdicts.len(), 1);
+        assert_eq!(report.verdicts[0].culprit, culprit);
+    }
 }
 
 #[test]
@@ -367,6 +425,7 @@ fn results_that_are_missing_or_not_numbers_count_as_errors() {
             model: ModelCluster::new(topo.clone(), 1),
             stop_at: usize::MAX,
             garble: true,
+            lost: Vec::new(),
         };
         let (report, _) = locate(&mut runner, &topo, &config(kind));
         let first = &report.rounds[0];

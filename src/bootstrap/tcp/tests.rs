@@ -148,6 +148,11 @@ fn a_rank_that_leaves_is_named_at_the_next_collective() {
             "{msg}"
         );
     }
+    // Rank 0 knows which process left (what --locate names as hung).
+    match &results[0] {
+        Err(Error::Bootstrap { lost, .. }) => assert_eq!(lost, &[2]),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
