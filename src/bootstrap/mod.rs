@@ -107,6 +107,12 @@ pub trait Bootstrap: Sync {
     fn lost_peer(&self, _wait: std::time::Duration) -> Option<Error> {
         None
     }
+    /// How long any wait for the other processes may take before it fails, where the
+    /// bootstrap bounds its waits (`NCCL_PERF_BOOTSTRAP_TIMEOUT` over TCP); `None` where the
+    /// launcher does (MPI) or there is nobody to wait for.
+    fn wait_limit(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
     /// job so no process waits forever; the default does nothing (the caller reports, and the
     /// other processes notice the closed connection).

@@ -456,6 +456,9 @@ impl Bootstrap for TcpBootstrap {
     fn finalize(&self) -> Result<()> {
         self.barrier()
     }
+    fn wait_limit(&self) -> Option<Duration> {
+        (self.size > 1).then_some(self.timeout)
+    }
     fn check_peers(&self) -> Result<()> {
         // A collective in progress has its own deadlines and notices a lost peer itself.
         let Ok(mut link) = self.link.try_lock() else {

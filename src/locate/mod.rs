@@ -204,6 +204,14 @@ pub fn run(
 /// node when all its processes did): a process that is frozen or gone hangs every group it is
 /// in.
 fn lost_verdicts(topo: &Topology, round: usize, stop: &seam::Stop) -> Vec<Verdict> {
+    // When most of the job "stopped answering", the process that saw it is the one that was
+    // cut off (or frozen itself): nobody is named.
+    let mut distinct = stop.lost.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() * 2 > topo.world() {
+        return Vec::new();
+    }
     let mut by_node: Vec<(usize, Vec<usize>, Vec<usize>)> = Vec::new();
     for &rank in &stop.lost {
         let (Some(node), Some(local)) = (topo.node_of(rank), topo.local_of(rank)) else {

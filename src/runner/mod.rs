@@ -28,6 +28,7 @@ mod finish;
 mod graph;
 pub mod interrupt;
 mod launch;
+mod locate;
 mod measure;
 mod op;
 #[allow(unsafe_code)]
