@@ -562,3 +562,68 @@ fn same_seed_same_run_and_colours_follow_the_groups() {
         assert_eq!(grouped + idle, topo.world());
     }
 }
+
+#[test]
+fn nccl_perf_plot_draws_a_locate_record() {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-locate-tool-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let topo = Topology::uniform(6, 2);
+    let mut model = ModelCluster::new(topo.clone(), 1).with_fault(Fault::SlowNode {
+        node: 3,
+        factor: 0.5,
+    });
+    let (report, _) = locate(&mut model, &topo, &config(Kind::Full));
+    let record = dir.join("locate.json");
+    let text = serde_json::to_string_pretty(&json::document(&report, &topo)).expect("json");
+    std::fs::write(&record, text).expect("write");
+    let tool = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+            .args(args)
+            .output()
+            .expect("nccl-perf runs")
+    };
+    let svg = dir.join("locate.svg");
+    let out = tool(&[
+        "plot".as_ref(),
+        record.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let drawn = std::fs::read_to_string(&svg).expect("svg");
+    assert!(
+        drawn.contains("locate: full schedule, 6 nodes, 1 suspect"),
+        "title"
+    );
+    // A record is plotted on its own; a damaged one is a one-line error.
+    let out = tool(&[
+        "plot".as_ref(),
+        record.as_os_str(),
+        record.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("plot it on its own"));
+    let damaged = dir.join("damaged.json");
+    std::fs::write(&damaged, r#"{"locate_format": 1, "schedule": "full"}"#).expect("write");
+    let out = tool(&[
+        "plot".as_ref(),
+        damaged.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("nccl-perf: ")
+            && err.contains("unreadable locate record")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -88,8 +88,8 @@ fn command() -> Command {
         )
         .subcommand(
             Command::new("plot")
-                .about("Plot bandwidth or time against message size (log2 axis), runs overlaid")
-                .arg(files("RUN", "JSON files or text logs, one colour each"))
+                .about("Plot bandwidth or time against message size (log2 axis), runs overlaid; or a --locate-json record (pair matrix and per-node bars)")
+                .arg(files("RUN", "JSON files or text logs, one colour each, or one locate record"))
                 .arg(Arg::new("output").short('o').long("output").required(true).help("Image to write: .svg or .png"))
                 .arg(metric.clone())
                 .arg(half.clone())
@@ -193,10 +193,14 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
             Ok(tell_problems(&runs))
         }
         "plot" => {
-            let runs = load(&strings("RUN"))?;
             let size = m
                 .get_one::<String>("size")
                 .map_or("1000x600", String::as_str);
+            let paths = strings("RUN");
+            if let Some(code) = plot_locate(&paths, m, image_size(size)?)? {
+                return Ok(code);
+            }
+            let runs = load(&paths)?;
             let options = PlotOptions {
                 output: m.get_one::<String>("output").cloned().unwrap_or_default(),
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
@@ -239,6 +243,54 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
         }
         other => Err(ToolError::Usage(format!("unknown subcommand {other}"))),
     }
+}
+
+/// `plot` of a `--locate-json` record (the pair matrix as a heatmap and the bars per node or
+/// rail): `None` when no input is one, so the runs are plotted as usual.
+fn plot_locate(
+    paths: &[String],
+    m: &ArgMatches,
+    size: (u32, u32),
+) -> Result<Option<u8>, ToolError> {
+    let mut locate = None;
+    for p in paths.iter().filter(|p| p.as_str() != "-") {
+        // Only the start of a file says what it is; a log is not read whole here.
+        let head = std::fs::File::open(p)
+            .and_then(|f| {
+                let mut head = String::new();
+                std::io::Read::read_to_string(&mut std::io::Read::take(f, 4096), &mut head)
+                    .map(|_| head)
+            })
+            .unwrap_or_default();
+        if crate::locate::json::is_locate(&head) {
+            locate = Some(p.clone());
+        }
+    }
+    let Some(path) = locate else {
+        return Ok(None);
+    };
+    if paths.len() > 1 {
+        return Err(ToolError::Usage(format!(
+            "{path} is a locate record: plot it on its own (one image per record)"
+        )));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ToolError::Read(crate::report::run::ReadError::whole(
+            &path,
+            format!("cannot read: {e}"),
+        ))
+    })?;
+    let doc = crate::locate::json::read(&text).map_err(|source| ToolError::LocateRecord {
+        path: path.clone(),
+        source,
+    })?;
+    let output = m.get_one::<String>("output").cloned().unwrap_or_default();
+    let notes = crate::locate::plot::plot(&doc, &output, size)?;
+    for note in notes {
+        eprintln!("nccl-perf: note: {note}");
+    }
+    eprintln!("nccl-perf: wrote {output}");
+    Ok(Some(0))
 }
 
 /// Prints every problem of `runs` on stderr (one line each); [`EXIT_BROKEN`] when there is one.
