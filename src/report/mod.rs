@@ -8,6 +8,7 @@
 pub(crate) mod csv;
 pub mod format;
 pub mod health;
+pub mod iterations;
 pub mod json;
 pub(crate) mod markdown;
 pub mod parse;

@@ -84,6 +84,35 @@ fn command() -> Command {
                         .value_parser(["text", "csv", "markdown", "json"])
                         .default_value("text"),
                 )
+                .arg(
+                    Arg::new("view")
+                        .long("view")
+                        .value_parser(["straggler", "nodes", "spikes"])
+                        .help("Instead of the table, a view of per-iteration times (-I 1 runs' -J JSON): straggler ranks the processes furthest behind, nodes groups them by host, spikes finds iterations far above their row's median and says whether the job or one process spiked"),
+                )
+                .arg(
+                    Arg::new("in-place")
+                        .long("in-place")
+                        .action(ArgAction::SetTrue)
+                        .requires("view")
+                        .help("--view: in-place halves instead of out-of-place ones"),
+                )
+                .arg(
+                    Arg::new("threshold")
+                        .long("threshold")
+                        .value_name("FACTOR")
+                        .value_parser(clap::value_parser!(f64))
+                        .default_value("1.5")
+                        .help("--view spikes: an iteration above this many times its row's median is a spike"),
+                )
+                .arg(
+                    Arg::new("procs-per-node")
+                        .long("procs-per-node")
+                        .value_name("N")
+                        .value_parser(clap::value_parser!(usize))
+                        .requires("view")
+                        .help("--view nodes: processes per node, in rank order, when the run does not name each process' host"),
+                )
                 .arg(partial.clone()),
         )
         .subcommand(
@@ -188,6 +217,18 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
         }
         "report" => {
             let runs = load(&strings("FILE"))?;
+            if let Some(view) = m.get_one::<String>("view") {
+                use crate::report::iterations::{View, ViewOptions, render};
+                let options = ViewOptions {
+                    view: View::parse(view).unwrap_or(View::Straggler),
+                    in_place: m.get_flag("in-place"),
+                    threshold: m.get_one::<f64>("threshold").copied().unwrap_or(1.5),
+                    procs_per_node: m.get_one::<usize>("procs-per-node").copied(),
+                };
+                let text = render(&runs, &options).map_err(|e| ToolError::NoData(e.to_string()))?;
+                emit(None, &text)?;
+                return Ok(tell_problems(&runs));
+            }
             let format = m.get_one::<String>("format").map_or("text", String::as_str);
             emit(None, &report(&runs, format))?;
             Ok(tell_problems(&runs))
