@@ -33,8 +33,9 @@ use std::time::Duration;
 const EXCHANGE_MARGIN: Duration = Duration::from_secs(15);
 
 /// Checks, before the benchmark runs, that `--locate` can run here: the loaded NCCL has
-/// `ncclCommSplit`, the whole job is one communicator (no `NCCL_TESTS_SPLIT`), and the
-/// bootstrap waits long enough for a round that runs to its deadline.
+/// `ncclCommSplit`, the whole job is one communicator (no `NCCL_TESTS_SPLIT`), the bootstrap
+/// waits long enough for a round that runs to its deadline, and (world rank 0) the
+/// `--locate-json` folder is writable.
 pub fn check(l: &LocateOptions, nccl: &Nccl, version: i32, boot: &dyn Bootstrap) -> Result<()> {
     if nccl.ncclCommSplit.is_none() || nccl.ncclCommInitRankConfig.is_none() {
         return Err(Error::Unsupported(format!(
@@ -54,6 +55,9 @@ pub fn check(l: &LocateOptions, nccl: &Nccl, version: i32, boot: &dyn Bootstrap)
             crate::environment::TESTS_SPLIT_MASK.name
         )));
     }
+    if boot.world_rank() == 0 {
+        check_json(l)?;
+    }
     if let Some(limit) = boot.wait_limit()
         && boot.world_size() > 1
         && l.deadline + EXCHANGE_MARGIN > limit
@@ -72,7 +76,7 @@ pub fn check(l: &LocateOptions, nccl: &Nccl, version: i32, boot: &dyn Bootstrap)
 
 /// Checks that `--locate-json` can be written (its folder exists and is writable), on world
 /// rank 0 before the benchmark runs.
-pub fn check_json(l: &LocateOptions) -> Result<()> {
+fn check_json(l: &LocateOptions) -> Result<()> {
     match &l.json {
         Some(p) => super::output::check_target(p).map_err(|e| match e {
             Error::Usage(m) => Error::Usage(m.replacen("-J", "--locate-json", 1)),
@@ -124,6 +128,57 @@ pub fn topology(boot: &dyn Bootstrap, here: &Place) -> Result<Topology> {
         })
         .collect::<Result<_>>()?;
     Topology::from_ranks(&places).map_err(|e| Error::Internal(format!("locate topology: {e}")))
+}
+
+/// `--dry-run --locate`: every rank's place shared as in a run (without CUDA: no PCI ids), and
+/// for world rank 0 the lines saying what locate would do: the nodes it sees and the groups of
+/// its first round.
+pub fn dry_run(l: &LocateOptions, boot: &dyn Bootstrap, device: i64) -> Result<Vec<String>> {
+    let here = Place {
+        pci: String::new(),
+        ..Place::here(device, (0, 0, 0))
+    };
+    let topo = topology(boot, &here)?;
+    let th = l.thresholds;
+    let mut schedule = l.schedule.build(&topo, l.seed);
+    let cx = crate::locate::schedule::Context {
+        topo: &topo,
+        history: &[],
+        th: &th,
+    };
+    let first = schedule.next_round(&cx);
+    let mut lines = vec![format!(
+        "# locate: schedule {} on {} nodes x {} GPUs ({} ranks); round 1: {}",
+        l.schedule.name(),
+        topo.nodes(),
+        topo.rails(),
+        topo.world(),
+        first
+            .as_ref()
+            .map_or("nothing to run".to_string(), |r| format!(
+                "{} groups",
+                r.groups.len()
+            ))
+    )];
+    if let Some(round) = first {
+        for (i, g) in round.groups.iter().enumerate().take(l.lines) {
+            let ranks: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
+            lines.push(output::scrub(&format!(
+                "# locate     1 {:<6} {:>5}  {} (ranks {})",
+                round.phase.name(),
+                i,
+                g.subject.describe(&topo),
+                ranks.join(",")
+            )));
+        }
+        if round.groups.len() > l.lines {
+            lines.push(format!(
+                "# locate     ... and {} more groups",
+                round.groups.len() - l.lines
+            ));
+        }
+    }
+    Ok(lines)
 }
 
 /// What the locate phase needs of the run.
