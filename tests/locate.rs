@@ -14,6 +14,7 @@ use nccl_perf::locate::verdict::Culprit;
 use nccl_perf::locate::{Config, EXIT_SUSPECTS, Report, output, plot, run};
 use nccl_perf::report::health;
 use nccl_perf::report::parse::{ParseOptions, parse_log};
+use nccl_perf::report::split::{self, SplitGroup};
 use oracle::locate_model::{Fault, ModelCluster};
 
 /// Runs `kind` on `model`, collecting every stdout line locate would print.
@@ -110,7 +111,7 @@ fn large_rounds_print_a_summary_and_the_groups_that_are_not_ok() {
 }
 
 #[test]
-fn locate_lines_after_a_table_leave_the_parsed_run_unchanged() {
+fn locate_and_split_group_lines_after_a_table_leave_the_parsed_run_unchanged() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/golden/nccl-tests-2.19.6-h200/ar_sweep.out"
@@ -128,7 +129,24 @@ fn locate_lines_after_a_table_leave_the_parsed_run_unchanged() {
     });
     let (report, lines) = locate(&mut model, &topo, &config(Kind::Full));
     assert_eq!(report.exit_code(), EXIT_SUSPECTS);
-    let with_locate = text.clone() + &lines.join("\n") + "\n";
+    // Split groups' own lines come first, as a split run with --locate prints them.
+    let groups = split::lines(&[
+        SplitGroup {
+            color: 0,
+            ranks: vec![0, 2],
+            average_bus_bw: 1.5,
+            bus_bw: vec![1.0, 2.0],
+            time: vec![2.0, 1.0],
+        },
+        SplitGroup {
+            color: 1,
+            ranks: vec![1, 3],
+            average_bus_bw: 0.5,
+            bus_bw: vec![0.5, 0.5],
+            time: vec![4.0, 4.0],
+        },
+    ]);
+    let with_locate = text.clone() + &groups + &lines.join("\n") + "\n";
     let options = ParseOptions::default();
     let plain = parse_log(&text, "plain", &options).expect("parse");
     let located = parse_log(&with_locate, "located", &options).expect("parse");

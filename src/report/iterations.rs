@@ -448,7 +448,7 @@ fn spikes(rows: &[Samples], threshold: f64) -> String {
                 .enumerate()
                 .filter(|(_, n)| *n > 0)
                 .collect();
-            v.sort_by(|a, b| b.1.cmp(&a.1));
+            v.sort_by_key(|b| std::cmp::Reverse(b.1));
             let v: Vec<String> = v.iter().map(|(p, n)| format!("process {p}: {n}")).collect();
             format!("; one process' own: {}", v.join(", "))
         } else {

@@ -14,6 +14,7 @@ pub(crate) mod markdown;
 pub mod parse;
 pub(crate) mod read;
 pub mod run;
+pub mod split;
 pub mod table;
 
 /// The step between two sizes of the sweep.

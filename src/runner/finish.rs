@@ -7,6 +7,7 @@ use super::threads::Measured;
 use crate::error::{Result, code};
 use crate::gpu::Gpu;
 use crate::gpu::nccl::Nccl;
+use crate::report::split::{self, SplitGroup};
 use crate::report::{Summary, table};
 use std::ops::Not;
 
@@ -14,9 +15,17 @@ use std::ops::Not;
 pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Result<u8> {
     let (summary, code) = summarize(nccl, &measured, out);
     crate::gpu::rank::destroy_all(measured.gpus)?;
-    out.finish(&summary);
+    footer(out, &summary, measured.split_groups);
     crate::host::trace("teardown done");
     Ok(code)
+}
+
+/// The footer and the JSON document; then, after the table, each split group's own result.
+fn footer(out: &mut Output, summary: &Summary, groups: Vec<SplitGroup>) {
+    let lines = split::lines(&groups);
+    out.set_split_groups(groups);
+    out.finish(summary);
+    out.print(&lines);
 }
 
 /// The finish phase with `after` between the footer and the teardown: a phase that prints after
@@ -24,12 +33,12 @@ pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Resul
 /// a failure of `after` leaves the GPUs to the error path (their communicators aborted).
 pub(super) fn finish_then(
     nccl: &Nccl,
-    measured: Measured,
+    mut measured: Measured,
     out: &mut Output,
     after: impl FnOnce(&[Gpu]) -> Result<u8>,
 ) -> Result<u8> {
     let (summary, code) = summarize(nccl, &measured, out);
-    out.finish(&summary);
+    footer(out, &summary, std::mem::take(&mut measured.split_groups));
     let later = after(&measured.gpus)?;
     crate::gpu::rank::destroy_all(measured.gpus)?;
     crate::host::trace("teardown done");

@@ -37,6 +37,7 @@ mod per_iter;
 mod placement;
 mod plan;
 pub mod setup;
+mod split;
 #[cfg(feature = "test-hooks")]
 mod stall;
 mod sync;

@@ -445,6 +445,6 @@ mod tests {
         assert_eq!(stop.lost, [3]);
         assert!(stop.why.contains("has sent nothing"), "{}", stop.why);
         assert!(matches!(fatal, Some(Error::Bootstrap { .. })));
-        assert_eq!(local.finished[0], false);
+        assert!(!local.finished[0]);
     }
 }
