@@ -260,7 +260,7 @@ pub fn run(job: &Job) -> Result<u8> {
     })
     .map_err(|e| Error::Usage(format!("--locate: {e}")))?;
     let (local, fatal) = rounds.into_parts();
-    let closed = local.close();
+    // The verdict first: after a lost process the watchdog ends this one soon.
     if printing {
         say(&output::verdict_lines(&report, &topo));
         if let Some(path) = &l.json {
@@ -270,9 +270,12 @@ pub fn run(job: &Job) -> Result<u8> {
         }
     }
     if let Some(e) = fatal {
+        // The communicators are aborted as they go: an orderly teardown could wait for a
+        // process that is gone.
+        drop(local);
         return Err(e);
     }
-    closed?;
+    local.close()?;
     Ok(report.exit_code())
 }
 
