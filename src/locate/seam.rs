@@ -94,7 +94,7 @@ impl Stop {
 pub trait RoundRunner {
     /// Runs every group of `round` at once, one communicator per group (ranks split by
     /// [`Round::colours`]), each measured as the job's collective at the locate size. A group
-    /// without a result `deadline` after its measurement started is aborted and reported as
+    /// without a result `deadline` after the round started is aborted and reported as
     /// [`GroupOutcome::Hung`]; the others go on.
     fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop>;
 }

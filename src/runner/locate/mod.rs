@@ -79,7 +79,10 @@ pub fn check(l: &LocateOptions, nccl: &Nccl, version: i32, boot: &dyn Bootstrap)
 fn check_json(l: &LocateOptions) -> Result<()> {
     match &l.json {
         Some(p) => super::output::check_target(p).map_err(|e| match e {
-            Error::Usage(m) => Error::Usage(m.replacen("-J", "--locate-json", 1)),
+            Error::Usage(m) => Error::Usage(
+                m.replacen("-J ", "--locate-json ", 1)
+                    .replace("leave out -J", "leave out --locate-json"),
+            ),
             e => e,
         }),
         None => Ok(()),
