@@ -645,3 +645,45 @@ fn nccl_perf_plot_draws_a_locate_record() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The GPU check's job (ci/gpu-locate.sh): 4 and 8 nodes of one GPU each (ranks posing as hosts),
+/// quick (full below 8 nodes) with a 30 % minimum drop against the socket transport's noise.
+#[test]
+fn one_gpu_per_node_as_the_gpu_check_runs_it() {
+    let config = |seed| Config {
+        schedule: Kind::Quick,
+        seed,
+        thresholds: Thresholds {
+            min_drop: 0.3,
+            ..Thresholds::default()
+        },
+        ..Config::default()
+    };
+    for nodes in [4, 8] {
+        let topo = Topology::uniform(nodes, 1);
+        for seed in 1..=5u64 {
+            for slow in 0..nodes {
+                let mut model = ModelCluster::new(topo.clone(), seed).with_fault(Fault::SlowNode {
+                    node: slow,
+                    factor: 0.5,
+                });
+                model.noise = 0.05;
+                let (report, _) = locate(&mut model, &topo, &config(seed));
+                let named: Vec<_> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+                assert_eq!(
+                    named,
+                    [Culprit::Node { node: slow }],
+                    "{nodes} nodes, seed {seed}, slow {slow}"
+                );
+            }
+            let mut healthy = ModelCluster::new(topo.clone(), seed);
+            healthy.noise = 0.05;
+            let (report, _) = locate(&mut healthy, &topo, &config(seed));
+            assert!(
+                report.verdicts.is_empty(),
+                "{nodes} nodes, seed {seed}: {:?}",
+                report.verdicts
+            );
+        }
+    }
+}
