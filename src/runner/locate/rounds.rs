@@ -40,7 +40,8 @@ pub trait Local {
     ) -> Result<Part, Error>;
 
     /// After the reports were shared: releases the round's communicator, orderly when every
-    /// rank of its group measured (`measured`), else aborted.
+    /// rank of its group measured (`measured`), else aborted. (When the rounds stop early it is
+    /// not called: the communicator goes with the local part.)
     fn finish(&mut self, measured: bool);
 }
 
@@ -120,11 +121,10 @@ impl<L: Local> RoundRunner for Rounds<'_, L> {
         let group = round.groups.iter().position(|g| g.ranks.contains(&me));
         let part = match self.local.run(round, group, self.rebuild, start + deadline) {
             Ok(p) => p,
-            Err(e) => {
-                // The others learn it from the bootstrap (this process ends after the verdict).
-                self.local.finish(false);
-                return Err(self.stop(e));
-            }
+            // The others learn it from the bootstrap (this process ends after the verdict); the
+            // round's communicator is aborted when the local part is dropped, after the verdict
+            // is out (the watchdog may end this process soon).
+            Err(e) => return Err(self.stop(e)),
         };
         let report = Report {
             round: round.index,
@@ -135,10 +135,7 @@ impl<L: Local> RoundRunner for Rounds<'_, L> {
         };
         let texts = match self.boot.allgather(report.encode()) {
             Ok(t) => t,
-            Err(e) => {
-                self.local.finish(false);
-                return Err(self.stop(e));
-            }
+            Err(e) => return Err(self.stop(e)),
         };
         let reports: Vec<Option<Report>> = texts.iter().map(|t| Report::decode(t)).collect();
         let combined = share::combine(round, &reports, self.average, self.busbw);
@@ -445,6 +442,6 @@ mod tests {
         assert_eq!(stop.lost, [3]);
         assert!(stop.why.contains("has sent nothing"), "{}", stop.why);
         assert!(matches!(fatal, Some(Error::Bootstrap { .. })));
-        assert!(!local.finished[0]);
+        assert!(local.finished.is_empty());
     }
 }
