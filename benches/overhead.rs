@@ -340,6 +340,7 @@ fn main() {
             nranks: 1,
             max_bytes: max,
             world_size: 1,
+            record_groups: false,
         };
         let mut worker = Worker::new(&engine, 0, std::mem::take(&mut gpus)).expect("worker");
         for &bytes in &args.sizes {

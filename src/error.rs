@@ -22,6 +22,9 @@ pub mod code {
     pub const INVALID_USAGE: u8 = 6;
     /// Wrong data or bandwidth below `NCCL_TESTS_MIN_BW`.
     pub const NUM_RESULTS: u8 = 7;
+    /// `--locate` named a suspect (ours: free in nccl-tests, whose codes are 0–7 and 255, and 8
+    /// is left for the next code it may add).
+    pub const SUSPECTS: u8 = 9;
     /// Argument errors.
     pub const ARGS: u8 = 255;
 }
@@ -118,6 +121,9 @@ pub enum Error {
         msg: String,
         /// A wait ran out (exit code 4) rather than a connection being lost (exit code 1).
         timed_out: bool,
+        /// The world ranks of the processes that left or fell silent, where this process knows
+        /// them (rank 0 does; `--locate` names them as hung).
+        lost: Vec<usize>,
     },
     /// A failure (an NCCL error, a `-T` timeout) that followed the loss of another process of
     /// the run: the failure is reported as usual, then the bootstrap's error naming the lost
@@ -288,6 +294,7 @@ mod tests {
         let lost = |timed_out| Error::Bootstrap {
             msg: "rank 2 (pid 7 on n3) left the run".into(),
             timed_out,
+            lost: vec![2],
         };
         let e = Error::AfterLostPeer {
             failure: Box::new(nccl(6)),
@@ -324,6 +331,7 @@ mod tests {
         let lost = |timed_out| Error::Bootstrap {
             msg: "rank 3 missing".into(),
             timed_out,
+            lost: vec![3],
         };
         assert_eq!(lost(true).exit_code(), 4);
         assert_eq!(lost(false).exit_code(), 1);

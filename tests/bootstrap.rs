@@ -20,6 +20,11 @@ fn free_port() -> u16 {
 
 /// The binary with a clean environment plus `vars`.
 fn command(vars: &[(&str, String)]) -> Command {
+    command_with(vars, &[])
+}
+
+/// [`command`] with more arguments.
+fn command_with(vars: &[(&str, String)], args: &[&str]) -> Command {
     let mut c = support::program(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -28,6 +33,7 @@ fn command(vars: &[(&str, String)]) -> Command {
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
         .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "20")
         .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in vars {
@@ -168,6 +174,48 @@ fn openmpi_style_without_local_rank_uses_the_host_hash() {
     assert_eq!(single_plan(&outs), [(0, 0), (1, 1), (2, 2), (3, 3)]);
 }
 
+#[test]
+fn locate_in_a_dry_run_shares_the_topology_and_shows_the_first_round() {
+    // Four processes posing as four hosts (their own NCCL_HOSTID), as on the one-GPU machine.
+    let port = free_port();
+    let children = (0..4)
+        .map(|r| {
+            let vars = vec![
+                ("RANK", r.to_string()),
+                ("WORLD_SIZE", "4".to_string()),
+                ("LOCAL_RANK", "0".to_string()),
+                ("MASTER_ADDR", "127.0.0.1".to_string()),
+                ("MASTER_PORT", port.to_string()),
+                ("NCCL_HOSTID", format!("vnode{r}")),
+                ("NCCL_TESTS_DEVICE", "0".to_string()),
+            ];
+            command_with(&vars, &["--locate", "quick", "--locate-seed", "3"])
+                .spawn()
+                .expect("binary starts")
+        })
+        .collect();
+    let outs = wait_all(children);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    let plan = text(&outs[0].stdout);
+    assert!(
+        plan.contains("# locate: schedule quick on 4 nodes x 1 GPUs (4 ranks); round 1: 2 groups"),
+        "{plan}"
+    );
+    // Below 8 nodes quick runs full: round 1 pairs every node with another.
+    let groups: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("# locate     1 pairs"))
+        .collect();
+    assert_eq!(groups.len(), 2, "{plan}");
+    for g in &groups {
+        assert!(g.contains("+vnode") && g.contains("(ranks "), "{g}");
+    }
+    assert!(plan.trim_end().ends_with("nothing was run"), "{plan}");
+    assert!(outs[1..].iter().all(|o| o.stdout.is_empty()));
+}
+
 /// Every process of a launch missing `missing` fails within the timeout, naming it.
 fn missing_rank_is_named(missing: usize) {
     let port = free_port();
@@ -203,6 +251,11 @@ fn a_missing_rank_0_is_named_too() {
 
 /// `mpirun` with a clean launcher environment, or `None` (test skipped) where it is missing.
 fn mpirun(np: usize, extra_env: &[(&str, &str)]) -> Option<Output> {
+    mpirun_with(np, extra_env, &[])
+}
+
+/// [`mpirun`] with more arguments for the benchmark.
+fn mpirun_with(np: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Option<Output> {
     let found = Command::new("mpirun").arg("--version").output().is_ok();
     if !found {
         assert!(
@@ -222,7 +275,8 @@ fn mpirun(np: usize, extra_env: &[(&str, &str)]) -> Option<Output> {
     ])
     .arg(np.to_string())
     .args(support::program_words(BIN))
-    .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"]);
+    .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
+    .args(args);
     let vars: HashMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
             !(k.starts_with("SLURM_")
@@ -263,6 +317,21 @@ fn mpirun_four_ranks_print_one_plan() {
     assert_eq!(out.matches("# nccl-perf dry run").count(), 1, "{out}");
     assert!(out.contains("# Bootstrap: MPI"), "{out}");
     assert_eq!(single_plan(&[o]), [(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn mpirun_locate_dry_run_shares_the_topology_over_mpi() {
+    let Some(o) = mpirun_with(4, &[], &["--locate", "nodes"]) else {
+        return;
+    };
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(
+        out.contains("# locate: schedule nodes on 1 nodes x 4 GPUs (4 ranks); round 1: 1 groups"),
+        "{out}"
+    );
+    assert!(out.contains("(ranks 0,1,2,3)"), "{out}");
 }
 
 #[cfg(feature = "mpi")]

@@ -14,6 +14,7 @@ use nccl_perf::locate::verdict::Culprit;
 use nccl_perf::locate::{Config, EXIT_SUSPECTS, Report, output, plot, run};
 use nccl_perf::report::health;
 use nccl_perf::report::parse::{ParseOptions, parse_log};
+use nccl_perf::report::split::{self, SplitGroup};
 use oracle::locate_model::{Fault, ModelCluster};
 
 /// Runs `kind` on `model`, collecting every stdout line locate would print.
@@ -110,7 +111,7 @@ fn large_rounds_print_a_summary_and_the_groups_that_are_not_ok() {
 }
 
 #[test]
-fn locate_lines_after_a_table_leave_the_parsed_run_unchanged() {
+fn locate_and_split_group_lines_after_a_table_leave_the_parsed_run_unchanged() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/golden/nccl-tests-2.19.6-h200/ar_sweep.out"
@@ -128,7 +129,24 @@ fn locate_lines_after_a_table_leave_the_parsed_run_unchanged() {
     });
     let (report, lines) = locate(&mut model, &topo, &config(Kind::Full));
     assert_eq!(report.exit_code(), EXIT_SUSPECTS);
-    let with_locate = text.clone() + &lines.join("\n") + "\n";
+    // Split groups' own lines come first, as a split run with --locate prints them.
+    let groups = split::lines(&[
+        SplitGroup {
+            color: 0,
+            ranks: vec![0, 2],
+            average_bus_bw: 1.5,
+            bus_bw: vec![1.0, 2.0],
+            time: vec![2.0, 1.0],
+        },
+        SplitGroup {
+            color: 1,
+            ranks: vec![1, 3],
+            average_bus_bw: 0.5,
+            bus_bw: vec![0.5, 0.5],
+            time: vec![4.0, 4.0],
+        },
+    ]);
+    let with_locate = text.clone() + &groups + &lines.join("\n") + "\n";
     let options = ParseOptions::default();
     let plain = parse_log(&text, "plain", &options).expect("parse");
     let located = parse_log(&with_locate, "located", &options).expect("parse");
@@ -203,10 +221,16 @@ fn json_reads_back_with_matrix_scores_and_named_gpus() {
     assert!(
         json::read("{\"version\": 1}")
             .unwrap_err()
+            .to_string()
             .contains("not a locate record")
     );
     let newer = text.replacen("\"locate_format\": 1", "\"locate_format\": 99", 1);
-    assert!(json::read(&newer).unwrap_err().contains("format 99"));
+    assert!(
+        json::read(&newer)
+            .unwrap_err()
+            .to_string()
+            .contains("format 99")
+    );
     assert!(!json::is_locate("{\"rows\": []}"));
 }
 
@@ -290,6 +314,7 @@ fn plots_draw_the_matrix_and_the_bars() {
     assert!(
         plot::plot(&doc, &missing, (900, 500))
             .unwrap_err()
+            .to_string()
             .contains("cannot create")
     );
     let empty = Report {
@@ -300,17 +325,22 @@ fn plots_draw_the_matrix_and_the_bars() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A runner that stops at a given round, or garbles results, around the model.
+/// A runner that stops at a given round (with the processes it lost), or garbles results,
+/// around the model.
 struct Faulty {
     model: ModelCluster,
     stop_at: usize,
     garble: bool,
+    lost: Vec<usize>,
 }
 
 impl RoundRunner for Faulty {
     fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop> {
         if round.index >= self.stop_at {
-            return Err(Stop("NCCL cannot abort the hung communicator".into()));
+            return Err(Stop {
+                why: "NCCL cannot abort the hung communicator".into(),
+                lost: self.lost.clone(),
+            });
         }
         let mut r = self.model.run_round(round, deadline)?;
         if self.garble {
@@ -333,6 +363,7 @@ fn a_runner_that_stops_gets_verdicts_on_the_rounds_that_ran() {
         model: model.clone(),
         stop_at: 5,
         garble: false,
+        lost: Vec::new(),
     };
     let (report, lines) = locate(&mut runner, &topo, &config(Kind::Full));
     assert_eq!(report.rounds.len(), 4);
@@ -346,10 +377,62 @@ fn a_runner_that_stops_gets_verdicts_on_the_rounds_that_ran() {
         model,
         stop_at: 1,
         garble: false,
+        lost: Vec::new(),
     };
     let (report, _) = locate(&mut runner, &topo, &config(Kind::Quick));
     assert!(report.rounds.is_empty() && report.verdicts.is_empty());
     assert_eq!(report.exit_code(), 0);
+}
+
+#[test]
+fn processes_that_stop_answering_are_named_as_hung() {
+    // Four nodes of one GPU, as the GPU check runs them: rank 2 stops answering in round 2.
+    let topo = Topology::uniform(4, 1);
+    let mut runner = Faulty {
+        model: ModelCluster::new(topo.clone(), 1),
+        stop_at: 2,
+        garble: false,
+        lost: vec![2],
+    };
+    let (report, lines) = locate(&mut runner, &topo, &config(Kind::Full));
+    assert_eq!(report.rounds.len(), 1);
+    assert_eq!(report.verdicts.len(), 1, "{:?}", report.verdicts);
+    let v = &report.verdicts[0];
+    assert_eq!(v.culprit, Culprit::Node { node: 2 });
+    assert_eq!(v.state.name(), "hung");
+    assert!(
+        v.evidence
+            .starts_with("rank 2 stopped answering in round 2: NCCL cannot")
+    );
+    assert_eq!(report.exit_code(), EXIT_SUSPECTS);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("# locate suspect: node003 (1 GPU) hung: rank 2 stopped")),
+        "{lines:#?}"
+    );
+    // Two processes of one node of four GPUs: those two GPUs; all four: the node.
+    let topo = Topology::uniform(4, 4);
+    for (lost, culprit) in [
+        (
+            vec![5, 6, 5],
+            Culprit::Gpus {
+                node: 1,
+                gpus: vec![1, 2],
+            },
+        ),
+        (vec![7, 4, 5, 6], Culprit::Node { node: 1 }),
+    ] {
+        let mut runner = Faulty {
+            model: ModelCluster::new(topo.clone(), 1),
+            stop_at: 1,
+            garble: false,
+            lost,
+        };
+        let (report, _) = locate(&mut runner, &topo, &config(Kind::Nodes));
+        assert_eq!(report.verdicts.len(), 1);
+        assert_eq!(report.verdicts[0].culprit, culprit);
+    }
 }
 
 #[test]
@@ -360,6 +443,7 @@ fn results_that_are_missing_or_not_numbers_count_as_errors() {
             model: ModelCluster::new(topo.clone(), 1),
             stop_at: usize::MAX,
             garble: true,
+            lost: Vec::new(),
         };
         let (report, _) = locate(&mut runner, &topo, &config(kind));
         let first = &report.rounds[0];
@@ -494,5 +578,112 @@ fn same_seed_same_run_and_colours_follow_the_groups() {
         let grouped: usize = rec.round.groups.iter().map(|g| g.ranks.len()).sum();
         let idle = colours.iter().filter(|&&c| c == NO_COLOUR).count();
         assert_eq!(grouped + idle, topo.world());
+    }
+}
+
+#[test]
+fn nccl_perf_plot_draws_a_locate_record() {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-locate-tool-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let topo = Topology::uniform(6, 2);
+    let mut model = ModelCluster::new(topo.clone(), 1).with_fault(Fault::SlowNode {
+        node: 3,
+        factor: 0.5,
+    });
+    let (report, _) = locate(&mut model, &topo, &config(Kind::Full));
+    let record = dir.join("locate.json");
+    let text = serde_json::to_string_pretty(&json::document(&report, &topo)).expect("json");
+    std::fs::write(&record, text).expect("write");
+    let tool = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+            .args(args)
+            .output()
+            .expect("nccl-perf runs")
+    };
+    let svg = dir.join("locate.svg");
+    let out = tool(&[
+        "plot".as_ref(),
+        record.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let drawn = std::fs::read_to_string(&svg).expect("svg");
+    assert!(
+        drawn.contains("locate: full schedule, 6 nodes, 1 suspect"),
+        "title"
+    );
+    // A record is plotted on its own; a damaged one is a one-line error.
+    let out = tool(&[
+        "plot".as_ref(),
+        record.as_os_str(),
+        record.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("plot it on its own"));
+    let damaged = dir.join("damaged.json");
+    std::fs::write(&damaged, r#"{"locate_format": 1, "schedule": "full"}"#).expect("write");
+    let out = tool(&[
+        "plot".as_ref(),
+        damaged.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("nccl-perf: ")
+            && err.contains("unreadable locate record")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The GPU check's job (ci/gpu-locate.sh): 4 and 8 nodes of one GPU each (ranks posing as hosts),
+/// quick (full below 8 nodes) with a 30 % minimum drop against the socket transport's noise.
+#[test]
+fn one_gpu_per_node_as_the_gpu_check_runs_it() {
+    let config = |seed| Config {
+        schedule: Kind::Quick,
+        seed,
+        thresholds: Thresholds {
+            min_drop: 0.3,
+            ..Thresholds::default()
+        },
+        ..Config::default()
+    };
+    for nodes in [4, 8] {
+        let topo = Topology::uniform(nodes, 1);
+        for seed in 1..=5u64 {
+            for slow in 0..nodes {
+                let mut model = ModelCluster::new(topo.clone(), seed).with_fault(Fault::SlowNode {
+                    node: slow,
+                    factor: 0.5,
+                });
+                model.noise = 0.05;
+                let (report, _) = locate(&mut model, &topo, &config(seed));
+                let named: Vec<_> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+                assert_eq!(
+                    named,
+                    [Culprit::Node { node: slow }],
+                    "{nodes} nodes, seed {seed}, slow {slow}"
+                );
+            }
+            let mut healthy = ModelCluster::new(topo.clone(), seed);
+            healthy.noise = 0.05;
+            let (report, _) = locate(&mut healthy, &topo, &config(seed));
+            assert!(
+                report.verdicts.is_empty(),
+                "{nodes} nodes, seed {seed}: {:?}",
+                report.verdicts
+            );
+        }
     }
 }

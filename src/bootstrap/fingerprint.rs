@@ -66,7 +66,7 @@ impl Fingerprint {
             format!("-V {}", opt(o.device_cta_count)),
             format!("--dry-run {}", u8::from(o.dry_run)),
         ];
-        Fingerprint(items.into())
+        Fingerprint(items.into_iter().chain(locate(o)).collect())
     }
 
     /// A peer's fingerprint made safe to keep and print: at most [`MAX_ITEMS`] items, each
@@ -109,6 +109,32 @@ pub fn difference(
         say(theirs),
         say(mine)
     ))
+}
+
+/// `--locate` and the options every process must share to plan the same rounds (the JSON
+/// record and the line limit are rank 0's alone), one item each.
+fn locate(o: &Options) -> Vec<String> {
+    let Some(l) = &o.locate else {
+        return vec!["--locate off".to_string()];
+    };
+    let t = &l.thresholds;
+    vec![
+        format!("--locate {}", l.schedule.name()),
+        format!(
+            "--locate-size {}",
+            l.size.map_or_else(|| "default".to_string(), size)
+        ),
+        format!("--locate-iters {}", l.iters),
+        format!("--locate-deadline {}", l.deadline.as_secs_f64()),
+        format!("--locate-threshold {}", t.mad_k),
+        format!("--locate-min-drop {}", t.min_drop),
+        format!(
+            "--locate-min-busbw {}",
+            t.min_busbw
+                .map_or_else(|| "off".to_string(), |v| v.to_string())
+        ),
+        format!("--locate-seed {}", l.seed),
+    ]
 }
 
 /// `1048576` → `1M`; sizes that are not a whole number of K, M or G stay in bytes.

@@ -84,6 +84,9 @@ pub trait Bootstrap: Sync {
     fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()>;
     /// Collects one text block per process on rank 0, in rank order (others get an empty list).
     fn gather(&self, text: String) -> Result<Vec<String>>;
+    /// Collects one text block per process on every process, in rank order (what `--locate`
+    /// shares after each round).
+    fn allgather(&self, text: String) -> Result<Vec<String>>;
     /// Ends a run that reached its end (MPI_Finalize; a last barrier over TCP, so that no
     /// process leaves while another may still take that for a failure). Not called after a
     /// failure.
@@ -102,6 +105,12 @@ pub trait Bootstrap: Sync {
     /// if one is known or becomes known within `wait`. `None` where processes are not watched
     /// (a single process, MPI, where the launcher ends the job).
     fn lost_peer(&self, _wait: std::time::Duration) -> Option<Error> {
+        None
+    }
+    /// How long any wait for the other processes may take before it fails, where the
+    /// bootstrap bounds its waits (`NCCL_PERF_BOOTSTRAP_TIMEOUT` over TCP); `None` where the
+    /// launcher does (MPI) or there is nobody to wait for.
+    fn wait_limit(&self) -> Option<std::time::Duration> {
         None
     }
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
@@ -166,6 +175,9 @@ impl Bootstrap for SingleProcess {
     fn gather(&self, text: String) -> Result<Vec<String>> {
         Ok(vec![text])
     }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        Ok(vec![text])
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +190,7 @@ mod tests {
         assert_eq!((b.world_size(), b.world_rank(), b.local_rank()), (1, 0, 0));
         assert_eq!(b.allreduce(2.5, Reduce::Max).unwrap(), 2.5);
         assert_eq!(b.gather("x".into()).unwrap(), vec!["x".to_string()]);
+        assert_eq!(b.allgather("y".into()).unwrap(), vec!["y".to_string()]);
         assert_eq!(Reduce::Min.apply(1.0, 2.0), 1.0);
         assert_eq!(Reduce::Sum.apply(1.0, 2.0), 3.0);
     }

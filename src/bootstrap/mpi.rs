@@ -183,6 +183,35 @@ impl Bootstrap for MpiBootstrap {
             })
             .collect())
     }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        let h = self.lock()?;
+        let bytes = text.into_bytes();
+        let len = Count::try_from(bytes.len())
+            .map_err(|_| Error::Internal("gathered text too long".into()))?;
+        let mut counts = vec![0 as Count; self.size];
+        h.world.all_gather_into(&len, &mut counts[..]);
+        let displs: Vec<Count> = counts
+            .iter()
+            .scan(0, |at, &n| {
+                let d = *at;
+                *at += n;
+                Some(d)
+            })
+            .collect();
+        let total: usize = counts.iter().map(|&n| n as usize).sum();
+        let mut buf = vec![0u8; total];
+        {
+            let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            h.world.all_gather_varcount_into(&bytes[..], &mut part);
+        }
+        Ok(counts
+            .iter()
+            .zip(&displs)
+            .map(|(&n, &d)| {
+                String::from_utf8_lossy(&buf[d as usize..(d + n) as usize]).into_owned()
+            })
+            .collect())
+    }
     fn finalize(&self) -> Result<()> {
         let mut h = self.lock()?;
         drop(h.group.take());

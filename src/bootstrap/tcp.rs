@@ -55,9 +55,9 @@ pub struct TcpBootstrap {
     /// The heartbeat thread, once the processes have met (stopped before the link closes).
     beats: Option<Beats>,
     link: Mutex<Link>,
-    /// The first failure of the link that names a lost or silent process (its message, and
-    /// whether a wait ran out), kept for [`Bootstrap::lost_peer`].
-    lost: Mutex<Option<(String, bool)>>,
+    /// The first failure of the link that names a lost or silent process, kept for
+    /// [`Bootstrap::lost_peer`].
+    lost: Mutex<Option<Error>>,
 }
 
 enum Link {
@@ -91,7 +91,16 @@ struct Leaf {
 }
 
 fn failure(msg: String, timed_out: bool) -> Error {
-    Error::Bootstrap { msg, timed_out }
+    lost(msg, timed_out, Vec::new())
+}
+
+/// A failure naming the processes (world ranks) that left or fell silent.
+fn lost(msg: String, timed_out: bool, ranks: Vec<usize>) -> Error {
+    Error::Bootstrap {
+        msg,
+        timed_out,
+        lost: ranks,
+    }
 }
 
 impl TcpBootstrap {
@@ -253,10 +262,10 @@ impl TcpBootstrap {
     /// Marks the link broken by `e`, keeping the first such failure for [`Bootstrap::lost_peer`].
     fn broke(&self, link: &mut Link, e: &Error) {
         *link = Link::Broken(e.to_string());
-        if let Error::Bootstrap { msg, timed_out } = e
+        if let Error::Bootstrap { .. } = e
             && let Ok(mut lost) = self.lost.lock()
         {
-            lost.get_or_insert_with(|| (msg.clone(), *timed_out));
+            lost.get_or_insert_with(|| e.clone());
         }
     }
 
@@ -289,24 +298,27 @@ impl TcpBootstrap {
                     ),
                     false,
                 ),
-                Err(Wait::Failed(RecvError::Closed)) => failure(
+                Err(Wait::Failed(RecvError::Closed)) => lost(
                     format!(
                         "rank {rank} (pid {pid} on {host}) left the run before the {what}: its \
                          process ended or failed"
                     ),
                     false,
+                    vec![rank],
                 ),
-                Err(Wait::Failed(RecvError::Other(e))) => failure(
+                Err(Wait::Failed(RecvError::Other(e))) => lost(
                     format!("rank {rank} ({host}): {e} during the {what}"),
                     false,
+                    vec![rank],
                 ),
-                Err(Wait::Silent(d)) => failure(
+                Err(Wait::Silent(d)) => lost(
                     format!(
                         "rank {rank} (pid {pid} on {host}) has sent nothing for {} during the \
                          {what}, not even a heartbeat: {STOPPED}",
                         secs(d)
                     ),
                     true,
+                    vec![rank],
                 ),
                 Err(Wait::Failed(RecvError::TimedOut)) => {
                     // Who else is missing: those that have sent nothing but heartbeats.
@@ -318,18 +330,16 @@ impl TcpBootstrap {
                             by_rank[q.rank] = q.host.clone();
                         }
                     }
-                    failure(
-                        format!(
-                            "timed out after {} waiting for the {what}; missing: {}",
-                            secs(self.timeout),
-                            rank_list(&ranks, Some(&by_rank))
-                        ),
-                        true,
-                    )
+                    let text = format!(
+                        "timed out after {} waiting for the {what}; missing: {}",
+                        secs(self.timeout),
+                        rank_list(&ranks, Some(&by_rank))
+                    );
+                    lost(text, true, ranks)
                 }
             };
             let (text, timed_out) = match &problem {
-                Error::Bootstrap { msg, timed_out } => (msg.clone(), *timed_out),
+                Error::Bootstrap { msg, timed_out, .. } => (msg.clone(), *timed_out),
                 other => (other.to_string(), false),
             };
             abort_peers(peers, None, &text, timed_out);
@@ -350,7 +360,7 @@ impl TcpBootstrap {
             if let Err(e) = beat::send(&p.writer, wire::REPLY, &a, self.timeout) {
                 let msg = format!("rank {} ({}) left during the {what}: {e}", p.rank, p.host);
                 abort_peers(peers, None, &msg, false);
-                return Err(failure(msg, false));
+                return Err(lost(msg, false, vec![p.rank]));
             }
         }
         Ok(own)
@@ -446,6 +456,9 @@ impl Bootstrap for TcpBootstrap {
     fn finalize(&self) -> Result<()> {
         self.barrier()
     }
+    fn wait_limit(&self) -> Option<Duration> {
+        (self.size > 1).then_some(self.timeout)
+    }
     fn check_peers(&self) -> Result<()> {
         // A collective in progress has its own deadlines and notices a lost peer itself.
         let Ok(mut link) = self.link.try_lock() else {
@@ -467,8 +480,8 @@ impl Bootstrap for TcpBootstrap {
         }
         let until = Instant::now() + wait;
         loop {
-            if let Some((msg, timed_out)) = self.lost.lock().ok()?.clone() {
-                return Some(failure(msg, timed_out));
+            if let Some(e) = self.lost.lock().ok()?.clone() {
+                return Some(e);
             }
             if let Err(e) = self.check_peers() {
                 return Some(e);
@@ -509,6 +522,30 @@ impl Bootstrap for TcpBootstrap {
         gathered
             .into_inner()
             .map_err(|_| Error::Internal("gather failed".into()))
+    }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        let body = Encoder::default().str(&text).0;
+        let all = self.collective(wire::ALLGATHER, body, &|bodies, _| {
+            // Rank 0 passes the bodies on as they came: each is a length-prefixed text.
+            let mut e = Encoder::default().u32(bodies.len() as u32);
+            for b in bodies {
+                e.0.extend_from_slice(b);
+            }
+            vec![e.0; bodies.len()]
+        })?;
+        let bad = |e: wire::WireError| failure(format!("bad allgather answer: {e}"), false);
+        let mut d = Decoder(&all);
+        let n = d.u32().map_err(bad)? as usize;
+        if n != self.size {
+            return Err(failure(
+                format!(
+                    "bad allgather answer: {n} texts for {} processes",
+                    self.size
+                ),
+                false,
+            ));
+        }
+        (0..n).map(|_| d.str().map_err(bad)).collect()
     }
 }
 

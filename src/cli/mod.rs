@@ -97,6 +97,9 @@ pub fn command_for_docs() -> Command {
             Some(Value::DataType) => a.value_parser(PossibleValuesParser::new(types.clone())),
             Some(Value::Op) => a.value_parser(PossibleValuesParser::new(ops.clone())),
             Some(Value::File) => a.value_hint(ValueHint::FilePath),
+            Some(Value::Schedule) => a.value_parser(PossibleValuesParser::new(
+                crate::locate::schedule::Kind::ALL.map(|k| k.name()),
+            )),
             Some(_) => a,
         }
     })
@@ -222,6 +225,32 @@ mod tests {
     }
 
     #[test]
+    fn locate_options_are_long_only_and_keep_prefixes_of_upstream_options() {
+        let raw = parse(["--locate", "quick", "--locate-json=l.json", "-b", "8"]).unwrap();
+        assert_eq!(val(&raw, "locate").as_deref(), Some("quick"));
+        assert_eq!(val(&raw, "locate-json").as_deref(), Some("l.json"));
+        // An exact name wins over the longer names it begins.
+        assert_eq!(
+            val(&parse(["--locate", "full"]).unwrap(), "locate").as_deref(),
+            Some("full")
+        );
+        // Upstream's options keep their usual prefixes: --min is -b, --local is -R.
+        assert_eq!(
+            val(&parse(["--min", "8"]).unwrap(), "minbytes").as_deref(),
+            Some("8")
+        );
+        assert_eq!(
+            val(&parse(["--local", "1"]).unwrap(), "local_register").as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            parse(["--locate"]).unwrap_err().to_string(),
+            "option --locate requires a value"
+        );
+        assert_eq!(usage("x"), usage("x").replace("locate", ""));
+    }
+
+    #[test]
     fn ambiguous_prefix_is_an_error() {
         // --m could be minbytes, maxbytes or memory.
         assert!(parse(["--m", "1"]).is_err());
@@ -234,8 +263,10 @@ mod tests {
         let u = usage("all_reduce_perf");
         assert!(u.starts_with("USAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n"));
         for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {
-            let (s, l) = (o.short.unwrap(), o.long);
-            assert!(u.contains(&format!("[-{s},--{l} ")), "{l} missing");
+            match o.short {
+                Some(s) => assert!(u.contains(&format!("[-{s},--{} ", o.long)), "{}", o.long),
+                None => assert!(!u.contains(o.long), "{} is ours: not in -h", o.long),
+            }
         }
         assert!(u.ends_with("\t[-h,--help]\n"));
     }

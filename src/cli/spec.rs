@@ -23,6 +23,10 @@ pub enum Value {
     Op,
     /// A file name.
     File,
+    /// A decimal number (`0.15`, `60`, `2.5`).
+    Number,
+    /// A locate schedule: `nodes`, `rails`, `quick` or `full`.
+    Schedule,
 }
 
 /// The value an option has when it is not given.
@@ -50,6 +54,9 @@ pub struct Spec {
     pub default: DefaultValue,
     /// The kind of value.
     pub value: Value,
+    /// The value's name for options left out of `-h` (`SCHEDULE`); the others take it from
+    /// their `-h` text.
+    pub metavar: Option<&'static str>,
 }
 
 impl Spec {
@@ -63,10 +70,13 @@ impl Spec {
     }
 
     /// The value's name: the word between `<` and `>` in the `-h` text (`num threads`), else
-    /// `VALUE`; `None` for flags.
+    /// the option's own name for it, else `VALUE`; `None` for flags.
     pub fn value_name(&self) -> Option<&'static str> {
         if self.value == Value::Flag {
             return None;
+        }
+        if let Some(name) = self.metavar {
+            return Some(name);
         }
         let usage = self.usage.unwrap_or("");
         let start = usage.find('<').map_or(0, |i| i + 1);
@@ -113,13 +123,34 @@ const fn opt(
         help,
         default,
         value,
+        metavar: None,
+    }
+}
+
+/// Shorthand for our long-only options: left out of `-h`, which keeps nccl-tests' text.
+const fn ours(
+    long: &'static str,
+    metavar: &'static str,
+    value: Value,
+    default: DefaultValue,
+    help: &'static str,
+) -> Spec {
+    Spec {
+        short: None,
+        long,
+        usage: None,
+        help,
+        default,
+        value,
+        metavar: Some(metavar),
     }
 }
 
 use DefaultValue::{Unset, Value as Is};
-use Value::{DataType, File, Flag, Integer, Op, Size, Switch};
+use Value::{DataType, File, Flag, Integer, Number, Op, Schedule, Size, Switch};
 
-/// Every option, in nccl-tests' `-h` order, then `-h` itself and our `--dry-run`.
+/// Every option, in nccl-tests' `-h` order, then `-h` itself, our `--dry-run` and the options
+/// of `--locate` (docs/locate.md). Ours are long options only and not in `-h`.
 #[rustfmt::skip]
 pub const OPTIONS: &[Spec] = &[
     opt('t', "nthreads", "<num threads>", Integer, Is("1"),
@@ -209,6 +240,7 @@ pub const OPTIONS: &[Spec] = &[
         help: "Print nccl-tests' usage text and exit 0",
         default: Unset("off"),
         value: Flag,
+        metavar: None,
     },
     Spec {
         short: None,
@@ -217,7 +249,28 @@ pub const OPTIONS: &[Spec] = &[
         help: "Bootstrap, check the launch and print each rank's host, GPU, sizes and memory, then exit 0 without loading CUDA or NCCL",
         default: Unset("off"),
         value: Flag,
+        metavar: None,
     },
+    ours("locate", "SCHEDULE", Schedule, Unset("off"),
+        "After the table, split the job into groups round by round and name the slow or hung node, GPU, rail or link: nodes, rails, quick or full (one GPU per process)"),
+    ours("locate-size", "BYTES", Size, Unset("the smaller of -e and 256M"),
+        "Message size of every --locate group's measurement, K/M/G suffixes"),
+    ours("locate-iters", "N", Integer, Is("20"),
+        "Timed operations per --locate group (after -w warm-up operations, at least 1)"),
+    ours("locate-deadline", "SECONDS", Number, Is("60"),
+        "A --locate group without a result this many seconds after its round started is hung, and its communicator aborted"),
+    ours("locate-threshold", "K", Number, Is("5"),
+        "A --locate group is slow when it is more than K spreads (MAD) below the groups of its shape"),
+    ours("locate-min-drop", "FRACTION", Number, Is("0.15"),
+        "A --locate group must also be at least this fraction below the groups of its shape to be slow"),
+    ours("locate-min-busbw", "GBPS", Number, Unset("off"),
+        "A whole node, whole rail or pair of nodes below this bus bandwidth in GB/s is slow whatever the others do"),
+    ours("locate-seed", "N", Integer, Is("1"),
+        "Seed of the random matching of --locate quick"),
+    ours("locate-lines", "N", Integer, Is("64"),
+        "--locate rounds with more groups print one summary line and the groups that are not ok"),
+    ours("locate-json", "FILE", File, Unset("none"),
+        "Write the full --locate record (every round and group, the pair matrix, the verdicts) to this JSON file"),
 ];
 
 #[cfg(test)]
@@ -237,6 +290,14 @@ mod tests {
             if let (Some(name), Some(usage)) = (s.value_name(), s.usage) {
                 assert!(usage.contains(&format!("<{name}>")), "--{}: {name}", s.long);
             }
+            // Ours are long options only, left out of -h, and name their value themselves.
+            assert_eq!(s.short.is_none(), s.usage.is_none(), "--{}", s.long);
+            assert_eq!(
+                s.metavar.is_some(),
+                s.usage.is_none() && s.value != Value::Flag,
+                "--{}",
+                s.long
+            );
             assert!(
                 !s.help.is_empty() && !s.help.contains("(default"),
                 "--{}",

@@ -4,7 +4,7 @@
 //! path: abort never waits for the other ranks, `ncclCommDestroy` may).
 
 use super::device::{Context, DeviceBuffer};
-use super::nccl::{Comm, Config, Nccl, UniqueId, WIN_COLL_SYMMETRIC};
+use super::nccl::{Comm, Config, IN_PROGRESS, Nccl, SPLIT_NOCOLOR, UniqueId, WIN_COLL_SYMMETRIC};
 use crate::error::{Error, Result};
 use std::ffi::{c_int, c_void};
 
@@ -103,6 +103,103 @@ impl Communicator {
         made.map(|_| comms)
     }
 
+    /// Creates this process' one rank (`rank` of `nranks`) of a nonblocking communicator
+    /// (`ncclConfig_t.blocking = 0`) on `ctx`'s GPU: NCCL sets it up in the background, and
+    /// [`Communicator::progress`] says when it is ready (abort it when that takes too long).
+    /// Its calls, and the splits made from it, return before they are done in the same way.
+    /// Needs `ncclCommInitRankConfig` (NCCL 2.14).
+    pub fn init_nonblocking(
+        nccl: &'static Nccl,
+        ctx: &Context,
+        id: &UniqueId,
+        nranks: usize,
+        rank: usize,
+    ) -> Result<Communicator> {
+        let init = nccl.ncclCommInitRankConfig.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{} has no ncclCommInitRankConfig (needs NCCL 2.14 or later)",
+                nccl.path
+            ))
+        })?;
+        ctx.make_current()?;
+        let mut raw: Comm = std::ptr::null_mut();
+        let mut cfg = Config::new();
+        cfg.blocking = 0;
+        // SAFETY: a valid out pointer, id and config; NCCL sets `raw` before it returns.
+        let r = unsafe { init(&mut raw, nranks as c_int, *id, rank as c_int, &mut cfg) };
+        // Owned at once, so that a failure aborts what NCCL began.
+        let comm = Communicator {
+            raw,
+            nccl,
+            nranks,
+            state: if raw.is_null() {
+                State::Gone
+            } else {
+                State::Live
+            },
+            registrations: Vec::new(),
+        };
+        if r != IN_PROGRESS {
+            nccl.check(r)?;
+        }
+        comm.live()?;
+        Ok(comm)
+    }
+
+    /// Where the last call on a nonblocking communicator stands (its creation, a split, an
+    /// operation): [`Progress::Ready`], [`Progress::Pending`], or the error NCCL ran into, after
+    /// which the communicator can only be aborted.
+    #[track_caller]
+    pub fn progress(&self) -> Result<Progress> {
+        match self.async_error()? {
+            0 => Ok(Progress::Ready),
+            IN_PROGRESS => Ok(Progress::Pending),
+            r => Err(self.nccl.check(r).err().unwrap_or_else(|| {
+                Error::Internal(format!("NCCL result {r} is and is not an error"))
+            })),
+        }
+    }
+
+    /// Starts `ncclCommSplit`: every rank of this communicator calls it, those of one
+    /// `colour` (≥ 0) get a communicator of `members` ranks ordered by `key`, and those with
+    /// `None` take part without joining one. The children are nonblocking. On a nonblocking
+    /// communicator the split goes on in the background: poll the [`Split`] (dropping it
+    /// unfinished aborts this communicator, the only way to stop a split). Needs
+    /// `ncclCommSplit` (NCCL 2.18).
+    pub fn split(&mut self, colour: Option<u32>, key: usize, members: usize) -> Result<Split<'_>> {
+        self.live()?;
+        let split = self.nccl.ncclCommSplit.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{} has no ncclCommSplit (needs NCCL 2.18 or later)",
+                self.nccl.path
+            ))
+        })?;
+        let colour = match colour {
+            Some(c) => c_int::try_from(c)
+                .map_err(|_| Error::Internal(format!("split colour {c} is beyond an int")))?,
+            None => SPLIT_NOCOLOR,
+        };
+        // NCCL writes the child's handle into the slot when the split ends, maybe from its own
+        // thread: the slot is on the heap and outlives the split (see `Split`'s drop).
+        let mut slot = Box::new(std::ptr::null_mut::<cudarc::nccl::sys::ncclComm>());
+        let mut cfg = Config::new();
+        cfg.blocking = 0;
+        // SAFETY: a live communicator, a slot that lives until the split is over, a valid config.
+        let r = unsafe { split(self.raw, colour, key as c_int, &mut *slot, &mut cfg) };
+        let mut s = Split {
+            parent: self,
+            slot,
+            members,
+            over: false,
+        };
+        if r != IN_PROGRESS && r != 0 {
+            // Nothing goes on in the background after a refused call.
+            s.over = true;
+            s.parent.nccl.check(r)?;
+        }
+        Ok(s)
+    }
+
     /// The raw handle (for the benchmarks' bare loops, which call NCCL themselves); null once
     /// destroyed or aborted.
     pub fn as_raw(&self) -> Comm {
@@ -198,6 +295,82 @@ impl Communicator {
 impl Drop for Communicator {
     fn drop(&mut self) {
         self.abort();
+    }
+}
+
+/// Where a nonblocking communicator's last call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Done: the communicator takes the next call.
+    Ready,
+    /// Still going on in the background.
+    Pending,
+}
+
+/// An `ncclCommSplit` under way ([`Communicator::split`]): poll it until it gives the new
+/// communicator. Dropped unfinished (a deadline passed), it aborts the parent, which stops the
+/// split; the parent cannot be used again.
+#[derive(Debug)]
+pub struct Split<'p> {
+    parent: &'p mut Communicator,
+    slot: Box<Comm>,
+    members: usize,
+    over: bool,
+}
+
+impl Split<'_> {
+    /// Polls once: `None` while the split goes on; when it is over, this rank's new
+    /// communicator (`None` for a rank without colour). An error means the split failed: the
+    /// parent can then only be aborted (drop the `Split`, then abort it).
+    pub fn poll(&mut self) -> Result<Option<Option<Communicator>>> {
+        if self.over {
+            return Err(Error::Internal(
+                "a communicator split was polled after it ended".into(),
+            ));
+        }
+        let state = self.parent.async_error()?;
+        if state == IN_PROGRESS {
+            return Ok(None);
+        }
+        self.over = true;
+        let child = self.take();
+        if state != 0 {
+            // `child` (if NCCL made one) is aborted as it goes.
+            drop(child);
+            return Err(self.parent.nccl.check(state).err().unwrap_or_else(|| {
+                Error::Internal(format!("NCCL result {state} is and is not an error"))
+            }));
+        }
+        Ok(Some(child))
+    }
+
+    /// The communicator NCCL wrote into the slot, owned (so that dropping it aborts it).
+    fn take(&mut self) -> Option<Communicator> {
+        // SAFETY: the split is over, so NCCL no longer writes the slot (it stored the handle with
+        // release ordering before the parent's state, read above or joined by the abort, left
+        // "in progress").
+        let raw = unsafe { std::ptr::read_volatile(&*self.slot) };
+        *self.slot = std::ptr::null_mut();
+        (!raw.is_null()).then(|| Communicator {
+            raw,
+            nccl: self.parent.nccl,
+            nranks: self.members,
+            state: State::Live,
+            registrations: Vec::new(),
+        })
+    }
+}
+
+impl Drop for Split<'_> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        // Aborting the parent stops the split and joins NCCL's thread for it; what that thread
+        // made of the child is aborted too.
+        self.parent.abort();
+        self.over = true;
+        drop(self.take());
     }
 }
 

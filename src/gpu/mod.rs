@@ -24,6 +24,6 @@ pub mod op;
 pub mod ptx;
 pub mod rank;
 
-pub use comm::{Communicator, Register};
+pub use comm::{Communicator, Progress, Register, Split};
 pub use device::{Context, DeviceBuffer, Span, Stream};
 pub use rank::{BufferSizes, Gpu};

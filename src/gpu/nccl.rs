@@ -36,7 +36,9 @@ pub struct Config {
     size: usize,
     magic: u32,
     version: u32,
-    blocking: c_int,
+    /// `blocking`: 0 makes the communicator's calls return `ncclInProgress` instead of waiting
+    /// (see [`IN_PROGRESS`]).
+    pub blocking: c_int,
     cga_cluster_size: c_int,
     min_ctas: c_int,
     max_ctas: c_int,
@@ -55,6 +57,14 @@ pub struct Config {
 }
 
 const UNDEF_INT: c_int = c_int::MIN;
+
+/// `ncclInProgress`: a call on a nonblocking communicator (or its split) goes on in the
+/// background; `ncclCommGetAsyncError` says when it is done.
+pub const IN_PROGRESS: c_int = 7;
+
+/// `NCCL_SPLIT_NOCOLOR`: the colour of a rank that takes part in a split without joining a
+/// communicator.
+pub const SPLIT_NOCOLOR: c_int = -1;
 
 /// `NCCL_WIN_COLL_SYMMETRIC`: a window registered for symmetric collectives (`-R 2`).
 pub const WIN_COLL_SYMMETRIC: c_int = 0x01;
@@ -210,6 +220,7 @@ nccl_api! {
         ncclCommDeregister: fn(ncclComm_t, MutPtr) -> c_int;
         ncclCommWindowRegister: fn(ncclComm_t, MutPtr, usize, *mut MutPtr, c_int) -> c_int;
         ncclCommWindowDeregister: fn(ncclComm_t, MutPtr) -> c_int;
+        ncclCommSplit: fn(ncclComm_t, c_int, c_int, *mut ncclComm_t, *mut Config) -> c_int;
     }
 }
 
@@ -221,6 +232,7 @@ pub const SINCE: &[(&str, i32)] = &[
     ("ncclRedOpCreatePreMulSum", 21100),
     ("ncclRedOpDestroy", 21100),
     ("ncclGetLastError", 21300),
+    ("ncclCommSplit", 21800),
     ("ncclCommInitRankConfig", 21400),
     ("ncclMemAlloc", 21900),
     ("ncclMemFree", 21900),
@@ -396,6 +408,8 @@ mod tests {
         let old: Vec<_> = too_new_for(21701).collect();
         assert!(old.contains(&"ncclMemAlloc") && old.contains(&"ncclCommRegister"));
         assert!(!old.contains(&"ncclCommInitRankConfig") && !old.contains(&"ncclGetLastError"));
+        assert!(old.contains(&"ncclCommSplit"));
+        assert!(!too_new_for(21800).any(|n| n == "ncclCommSplit"));
         assert_eq!(too_new_for(21900).count(), 5);
     }
 

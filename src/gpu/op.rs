@@ -11,9 +11,10 @@
 //! dispatch into the collective, no allocation, no clock read, no atomics, no checks beyond
 //! NCCL's own results.
 
+use super::comm::Communicator;
 use super::device::Context;
 use super::driver::{self, CUdeviceptr, CUstream};
-use super::nccl::{Comm, Nccl};
+use super::nccl::{Comm, IN_PROGRESS, Nccl};
 use super::rank::Gpu;
 use crate::error::{Error, Result};
 use crate::types::DataType;
@@ -323,8 +324,21 @@ impl<'g> OpBuilder<'g> {
         scalar: u64,
         bind: impl FnOnce(&mut Vec<Bound>) -> Result<()>,
     ) -> Result<()> {
+        self.add_with(gpu, gpu.comm(), gpu.rank(), scalar, bind)
+    }
+
+    /// [`OpBuilder::add`] on another communicator than the GPU's own (`--locate`'s groups):
+    /// `gpu`'s buffers and stream, as rank `rank` of `comm`.
+    pub fn add_with(
+        &mut self,
+        gpu: &'g Gpu,
+        comm: &'g Communicator,
+        rank: usize,
+        scalar: u64,
+        bind: impl FnOnce(&mut Vec<Bound>) -> Result<()>,
+    ) -> Result<()> {
         let op = &mut self.op;
-        if !std::ptr::eq(gpu.comm().nccl(), op.nccl) {
+        if !std::ptr::eq(comm.nccl(), op.nccl) {
             return Err(Error::Internal(
                 "an operation was bound with another libnccl than its communicator's".into(),
             ));
@@ -336,12 +350,12 @@ impl<'g> OpBuilder<'g> {
         check_ranges(
             &op.calls[start..],
             op.dt.size(),
-            gpu.rank(),
-            gpu.comm().nranks(),
+            rank,
+            comm.nranks(),
             max_shift,
             &buffers,
         )?;
-        if !gpu.comm().is_live() {
+        if !comm.is_live() {
             return Err(Error::Internal(
                 "an operation was bound to an aborted communicator".into(),
             ));
@@ -349,7 +363,7 @@ impl<'g> OpBuilder<'g> {
         op.gpus.push(GpuCalls {
             ctx: gpu.ctx(),
             target: Target {
-                comm: gpu.comm().as_raw(),
+                comm: comm.as_raw(),
                 stream: gpu.stream().as_raw(),
                 dtype: op.dt.nccl_id(),
                 op: self.red_op,
@@ -418,6 +432,67 @@ impl Rotation<'_, '_> {
         let shift = self.shifts.next_shift();
         self.op.issue(shift)
     }
+
+    /// Issues the operation at the next iteration's shift on a nonblocking communicator (one
+    /// GPU, no `mulsum`): a call that NCCL takes in the background (`ncclInProgress`, e.g. the
+    /// first one, which connects the ranks) is waited for before the next, polling its
+    /// communicator and asking `keep_waiting` between polls; `Ok(false)` when `keep_waiting`
+    /// gave up (a deadline: abort the communicator), `Ok(true)` when everything was taken.
+    pub fn issue_next_polled(
+        &mut self,
+        keep_waiting: &mut dyn FnMut() -> Result<bool>,
+    ) -> Result<bool> {
+        let shift = self.shifts.next_shift();
+        let op = self.op;
+        let ([g], false) = (&op.gpus[..], op.premulsum) else {
+            return Err(Error::Internal(
+                "a polled operation needs one GPU and a built-in reduction".into(),
+            ));
+        };
+        let calls = &op.calls[g.start..g.end];
+        for (i, b) in calls.iter().enumerate() {
+            // SAFETY: as in `issue_calls`: checked calls on borrowed buffers and communicator.
+            let r = unsafe { call(b, op.nccl, &g.target, shift) };
+            let failed = match r {
+                Ok(0) => None,
+                Ok(IN_PROGRESS) => match wait_ready(op.nccl, g.target.comm, keep_waiting) {
+                    Ok(true) => None,
+                    Ok(false) => return Ok(false),
+                    Err(e) => Some(e),
+                },
+                Ok(code) => op.nccl.check(code).err(),
+                Err(e) => Some(e),
+            };
+            if let Some(e) = failed {
+                close_groups(op.nccl, &calls[..=i]);
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Polls the nonblocking communicator `comm` until its last call is done: `Ok(true)`, or
+/// `Ok(false)` when `keep_waiting` says to stop.
+fn wait_ready(
+    nccl: &Nccl,
+    comm: Comm,
+    keep_waiting: &mut dyn FnMut() -> Result<bool>,
+) -> Result<bool> {
+    loop {
+        let mut state = 0;
+        // SAFETY: a live communicator (borrowed by the operation) and a valid out pointer.
+        nccl.check(unsafe { (nccl.ncclCommGetAsyncError)(comm, &mut state) })?;
+        match state {
+            0 => return Ok(true),
+            IN_PROGRESS => {
+                if !keep_waiting()? {
+                    return Ok(false);
+                }
+            }
+            r => return nccl.check(r).map(|_| true),
+        }
+    }
 }
 
 /// Issues the bound calls of one operation on one GPU with every address advanced by `shift`
@@ -463,10 +538,22 @@ pub fn open_after_failure(done: &[Bound]) -> usize {
 /// Issues one call with its addresses advanced by `shift` bytes.
 ///
 /// # Safety
+/// As [`call`].
+#[inline]
+unsafe fn issue_one(b: &Bound, nccl: &Nccl, t: &Target, shift: u64) -> Result<()> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { call(b, nccl, t, shift) }?;
+    nccl.check(r)
+}
+
+/// Makes one call with its addresses advanced by `shift` bytes; NCCL's result (0 for a copy,
+/// whose failure is an error here).
+///
+/// # Safety
 /// Every range the call reaches, moved by `shift`, must lie inside live device memory of the
 /// target's GPU; the target's communicator and stream must be live.
 #[inline]
-unsafe fn issue_one(b: &Bound, nccl: &Nccl, t: &Target, shift: u64) -> Result<()> {
+unsafe fn call(b: &Bound, nccl: &Nccl, t: &Target, shift: u64) -> Result<c_int> {
     let p = |a: CUdeviceptr| (a + shift) as *mut c_void;
     let (dt, op, comm, st) = (t.dtype, t.op, t.comm, t.stream as *mut c_void);
     // SAFETY: the caller's contract, for every call below.
@@ -504,11 +591,11 @@ unsafe fn issue_one(b: &Bound, nccl: &Nccl, t: &Target, shift: u64) -> Result<()
             Bound::Send { buf, count, peer } => (nccl.ncclSend)(p(buf), count, dt, peer, comm, st),
             Bound::Recv { buf, count, peer } => (nccl.ncclRecv)(p(buf), count, dt, peer, comm, st),
             Bound::Copy { dst, src, bytes } => {
-                return driver::copy_async(dst + shift, src + shift, bytes, t.stream);
+                return driver::copy_async(dst + shift, src + shift, bytes, t.stream).map(|_| 0);
             }
         }
     };
-    nccl.check(r)
+    Ok(r)
 }
 
 /// The error of a native collective planned although the loaded NCCL lacks it.

@@ -195,20 +195,32 @@ pub fn document(report: &Report, topo: &Topology) -> LocateJson {
     }
 }
 
+/// Why a text is not a locate record this version reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// JSON, but another kind of document.
+    #[error("not a locate record (no locate_format key)")]
+    NotLocate,
+    /// A locate record of another format version.
+    #[error("locate record format {0}; this nccl-perf reads format {FORMAT}")]
+    Format(u64),
+    /// A locate record with missing or mistyped fields.
+    #[error("unreadable locate record: {0}")]
+    Unreadable(serde_json::Error),
+}
+
 /// Reads a record back; a clear message for anything else (another JSON file, a newer format).
-pub fn read(text: &str) -> Result<LocateJson, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub fn read(text: &str) -> Result<LocateJson, ReadError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ReadError::NotJson)?;
     match value.get("locate_format").and_then(|v| v.as_u64()) {
-        None => return Err("not a locate record (no locate_format key)".into()),
-        Some(v) if v != u64::from(FORMAT) => {
-            return Err(format!(
-                "locate record format {v}; this nccl-perf reads format {FORMAT}"
-            ));
-        }
+        None => return Err(ReadError::NotLocate),
+        Some(v) if v != u64::from(FORMAT) => return Err(ReadError::Format(v)),
         Some(_) => {}
     }
-    serde_json::from_value(value).map_err(|e| format!("unreadable locate record: {e}"))
+    serde_json::from_value(value).map_err(ReadError::Unreadable)
 }
 
 /// Whether `text` looks like a locate record (for tools that read several kinds of JSON).

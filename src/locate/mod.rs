@@ -29,16 +29,17 @@ pub mod verdict;
 use std::time::Duration;
 
 use history::RoundRecord;
+use judge::State;
 use judge::{Book, judge};
 use schedule::{Context, Kind};
 use seam::{GroupOutcome, RoundRunner};
-use stats::Thresholds;
+use stats::{ThresholdError, Thresholds};
 use topology::Topology;
-use verdict::Verdict;
+use verdict::{Culprit, Verdict};
 
 /// Exit code of a locate run that names a suspect. Not one of nccl-tests' codes (0–7, 255)
 /// nor ours (130, 143): 8 is left free for the next code nccl-tests may add after 7.
-pub const EXIT_SUSPECTS: u8 = 9;
+pub const EXIT_SUSPECTS: u8 = crate::error::code::SUSPECTS;
 
 /// How to locate.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +108,7 @@ pub fn run(
     topo: &Topology,
     config: &Config,
     on_round: &mut dyn FnMut(&RoundRecord, &Topology),
-) -> Result<Report, String> {
+) -> Result<Report, ThresholdError> {
     let th = config.thresholds;
     th.validate()?;
     let mut schedule = config.schedule.build(topo, config.seed);
@@ -115,6 +116,7 @@ pub fn run(
     let mut history: Vec<RoundRecord> = Vec::new();
     let mut book = Book::default();
     let mut stopped = None;
+    let mut lost = Vec::new();
     loop {
         let cx = Context {
             topo,
@@ -137,8 +139,9 @@ pub fn run(
         }
         let result = match runner.run_round(&round, config.deadline) {
             Ok(r) => r,
-            Err(seam::Stop(why)) => {
-                stopped = Some(format!("stopped in round {}: {why}", round.index));
+            Err(stop) => {
+                stopped = Some(format!("stopped in round {}: {}", round.index, stop.why));
+                lost = lost_verdicts(topo, round.index, &stop);
                 break;
             }
         };
@@ -181,9 +184,13 @@ pub fn run(
         th: &th,
     };
     let conclusion = schedule.conclude(&cx);
-    let mut verdicts = conclusion.verdicts;
+    // A process that stopped answering is named first: what the rounds before said of its
+    // GPU is older news.
+    let mut verdicts = lost;
+    verdicts.extend(conclusion.verdicts);
     verdicts.sort_by(|a, b| a.culprit.cmp(&b.culprit));
-    verdicts.dedup_by(|a, b| a.culprit == b.culprit);
+    // The first of each culprit is kept (`dedup_by` drops the later ones; the sort is stable).
+    verdicts.dedup_by(|later, first| later.culprit == first.culprit);
     Ok(Report {
         config: config.clone(),
         rounds: history,
@@ -191,4 +198,52 @@ pub fn run(
         notes: conclusion.notes,
         stopped,
     })
+}
+
+/// The GPUs of the processes that stopped answering in round `round`, named as hung (a whole
+/// node when all its processes did): a process that is frozen or gone hangs every group it is
+/// in.
+fn lost_verdicts(topo: &Topology, round: usize, stop: &seam::Stop) -> Vec<Verdict> {
+    // When most of the job "stopped answering", the process that saw it is the one that was
+    // cut off (or frozen itself): nobody is named.
+    let mut distinct = stop.lost.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() * 2 > topo.world() {
+        return Vec::new();
+    }
+    let mut by_node: Vec<(usize, Vec<usize>, Vec<usize>)> = Vec::new();
+    for &rank in &stop.lost {
+        let (Some(node), Some(local)) = (topo.node_of(rank), topo.local_of(rank)) else {
+            continue;
+        };
+        match by_node.iter_mut().find(|(n, _, _)| *n == node) {
+            Some((_, locals, ranks)) => {
+                locals.push(local);
+                ranks.push(rank);
+            }
+            None => by_node.push((node, vec![local], vec![rank])),
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|(node, locals, mut ranks)| {
+            ranks.sort_unstable();
+            ranks.dedup();
+            let ranks: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+            Verdict {
+                culprit: Culprit::gpus(topo, node, &locals),
+                state: State::Hung,
+                ratio: None,
+                below_min: false,
+                evidence: format!(
+                    "rank{} {} stopped answering in round {round}: {}",
+                    if ranks.len() == 1 { "" } else { "s" },
+                    ranks.join(","),
+                    stop.why
+                ),
+                rounds: vec![round],
+            }
+        })
+        .collect()
 }

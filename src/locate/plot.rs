@@ -47,18 +47,46 @@ struct Bar {
     named: bool,
 }
 
+/// Why a picture was not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// An image name that is neither `.svg` nor `.png`.
+    #[error("{0}: the output name must end in .svg or .png")]
+    Name(String),
+    /// A record without a measured round.
+    #[error("nothing to plot: the record has no measured round")]
+    Empty,
+    /// The image file cannot be created.
+    #[error("{path}: cannot create the image: {source}")]
+    Create {
+        /// The image file.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The drawing library failed while drawing.
+    #[error("plot: {0}")]
+    Draw(String),
+    /// The drawing library failed while writing the image.
+    #[error("{path}: {message}")]
+    Write {
+        /// The image file.
+        path: String,
+        /// What the drawing library said.
+        message: String,
+    },
+}
+
 /// Draws `doc` into `output` (`.svg` or `.png`) of `size` pixels; notes for stderr.
-pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<String>, String> {
+pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<String>, PlotError> {
     let lower = output.to_ascii_lowercase();
     if !(lower.ends_with(".svg") || lower.ends_with(".png")) {
-        return Err(format!(
-            "{output}: the output name must end in .svg or .png"
-        ));
+        return Err(PlotError::Name(output.to_string()));
     }
     let (cells, block) = heatmap(doc);
     let bars = bars(doc);
     if cells.is_empty() && bars.is_empty() {
-        return Err("nothing to plot: the record has no measured round".into());
+        return Err(PlotError::Empty);
     }
     let mut notes = Vec::new();
     if block > 1 {
@@ -69,7 +97,14 @@ pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<Stri
     }
     let _ =
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-    std::fs::File::create(output).map_err(|e| format!("{output}: cannot create the image: {e}"))?;
+    std::fs::File::create(output).map_err(|source| PlotError::Create {
+        path: output.to_string(),
+        source,
+    })?;
+    let written = |e: &dyn std::fmt::Display| PlotError::Write {
+        path: output.to_string(),
+        message: e.to_string(),
+    };
     let title = format!(
         "locate: {} schedule, {} nodes, {} suspect{}",
         doc.schedule.name(),
@@ -80,11 +115,11 @@ pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<Stri
     if lower.ends_with(".svg") {
         let root = SVGBackend::new(output, size).into_drawing_area();
         draw(&root, &title, &cells, block, &bars, doc)?;
-        root.present().map_err(|e| format!("{output}: {e}"))?;
+        root.present().map_err(|e| written(&e))?;
     } else {
         let root = BitMapBackend::new(output, size).into_drawing_area();
         draw(&root, &title, &cells, block, &bars, doc)?;
-        root.present().map_err(|e| format!("{output}: {e}"))?;
+        root.present().map_err(|e| written(&e))?;
     }
     Ok(notes)
 }
@@ -212,8 +247,8 @@ fn draw<DB: DrawingBackend>(
     block: usize,
     bars: &[Bar],
     doc: &LocateJson,
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("plot: {e}");
+) -> Result<(), PlotError> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 24)).map_err(err)?;
     let (w, _) = root.dim_in_pixel();

@@ -172,6 +172,41 @@ pub struct Round {
     pub groups: Vec<Group>,
 }
 
+/// What a runner cannot run: a round planned wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoundError {
+    /// A group of fewer than two ranks.
+    #[error("round {round} group {group} has fewer than 2 ranks")]
+    TooSmall {
+        /// The round's index.
+        round: usize,
+        /// The group's index.
+        group: usize,
+    },
+    /// A rank beyond the job.
+    #[error("round {round} group {group}: rank {rank} >= {world}")]
+    OutOfRange {
+        /// The round's index.
+        round: usize,
+        /// The group's index.
+        group: usize,
+        /// The rank.
+        rank: usize,
+        /// The number of ranks.
+        world: usize,
+    },
+    /// A rank in two groups.
+    #[error("round {round} group {group}: rank {rank} is in two groups")]
+    Twice {
+        /// The round's index.
+        round: usize,
+        /// The group's index.
+        group: usize,
+        /// The rank.
+        rank: usize,
+    },
+}
+
 /// The colour `ncclCommSplit` takes for a rank in no group (`NCCL_SPLIT_NOCOLOR`).
 pub const NO_COLOUR: i32 = -1;
 
@@ -191,28 +226,25 @@ impl Round {
 
     /// Checks what a runner relies on: groups of two or more ranks below `world`, no rank in
     /// two groups.
-    pub fn validate(&self, world: usize) -> Result<(), String> {
+    pub fn validate(&self, world: usize) -> Result<(), RoundError> {
         let mut used = vec![false; world];
-        for (i, g) in self.groups.iter().enumerate() {
+        let round = self.index;
+        for (group, g) in self.groups.iter().enumerate() {
             if g.ranks.len() < 2 {
-                return Err(format!(
-                    "round {} group {i} has fewer than 2 ranks",
-                    self.index
-                ));
+                return Err(RoundError::TooSmall { round, group });
             }
-            for &r in &g.ranks {
-                match used.get_mut(r) {
+            for &rank in &g.ranks {
+                match used.get_mut(rank) {
                     None => {
-                        return Err(format!(
-                            "round {} group {i}: rank {r} >= {world}",
-                            self.index
-                        ));
+                        return Err(RoundError::OutOfRange {
+                            round,
+                            group,
+                            rank,
+                            world,
+                        });
                     }
                     Some(true) => {
-                        return Err(format!(
-                            "round {} group {i}: rank {r} is in two groups",
-                            self.index
-                        ));
+                        return Err(RoundError::Twice { round, group, rank });
                     }
                     Some(u) => *u = true,
                 }

@@ -71,14 +71,30 @@ pub struct RoundResult {
 /// communicator, or a process was lost): locate stops and gives its verdict on the rounds
 /// completed, naming this reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stop(pub String);
+pub struct Stop {
+    /// Why, one line.
+    pub why: String,
+    /// World ranks whose processes stopped answering (left the job, or froze), where the
+    /// runner knows them: locate names their GPUs as hung.
+    pub lost: Vec<usize>,
+}
+
+impl Stop {
+    /// A stop for `why`, nobody lost.
+    pub fn new(why: impl Into<String>) -> Stop {
+        Stop {
+            why: why.into(),
+            lost: Vec::new(),
+        }
+    }
+}
 
 /// Runs rounds: what the benchmark runner implements for real GPUs and the model cluster for
 /// tests.
 pub trait RoundRunner {
     /// Runs every group of `round` at once, one communicator per group (ranks split by
     /// [`Round::colours`]), each measured as the job's collective at the locate size. A group
-    /// without a result `deadline` after its measurement started is aborted and reported as
+    /// without a result `deadline` after the round started is aborted and reported as
     /// [`GroupOutcome::Hung`]; the others go on.
     fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop>;
 }

@@ -38,26 +38,40 @@ impl Default for Thresholds {
     }
 }
 
+/// A threshold that cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    /// `mad_k` negative or not a number.
+    #[error("MAD threshold {0} must be a number >= 0")]
+    MadK(f64),
+    /// `min_drop` outside `[0, 1)`.
+    #[error("minimum drop {0} must be in [0, 1)")]
+    MinDrop(f64),
+    /// `spread_floor` negative or not a number.
+    #[error("spread floor {0} must be >= 0")]
+    SpreadFloor(f64),
+    /// `min_busbw` negative or not a number.
+    #[error("--min-busbw {0} must be a number >= 0")]
+    MinBusbw(f64),
+}
+
 impl Thresholds {
     /// Checks the values are usable: finite, `mad_k` ≥ 0, `min_drop` in `[0, 1)`,
     /// `spread_floor` ≥ 0, `min_busbw` ≥ 0.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ThresholdError> {
         if !(self.mad_k.is_finite() && self.mad_k >= 0.0) {
-            return Err(format!(
-                "MAD threshold {} must be a number >= 0",
-                self.mad_k
-            ));
+            return Err(ThresholdError::MadK(self.mad_k));
         }
         if !(self.min_drop.is_finite() && (0.0..1.0).contains(&self.min_drop)) {
-            return Err(format!("minimum drop {} must be in [0, 1)", self.min_drop));
+            return Err(ThresholdError::MinDrop(self.min_drop));
         }
         if !(self.spread_floor.is_finite() && self.spread_floor >= 0.0) {
-            return Err(format!("spread floor {} must be >= 0", self.spread_floor));
+            return Err(ThresholdError::SpreadFloor(self.spread_floor));
         }
         if let Some(m) = self.min_busbw
             && !(m.is_finite() && m >= 0.0)
         {
-            return Err(format!("--min-busbw {m} must be a number >= 0"));
+            return Err(ThresholdError::MinBusbw(m));
         }
         Ok(())
     }

@@ -24,6 +24,31 @@ pub struct Node {
     pub gpus: Vec<Gpu>,
 }
 
+/// Why a set of nodes is not a topology.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    /// A node without GPUs.
+    #[error("node {host} has no GPU")]
+    NoGpu {
+        /// Its host name.
+        host: String,
+    },
+    /// A rank on two GPUs.
+    #[error("rank {rank} appears twice")]
+    Twice {
+        /// The rank.
+        rank: usize,
+    },
+    /// A rank beyond the number of GPUs.
+    #[error("rank {rank} is not below the number of GPUs ({world})")]
+    OutOfRange {
+        /// The rank.
+        rank: usize,
+        /// The number of GPUs.
+        world: usize,
+    },
+}
+
 /// The job's nodes and GPUs, with lookups from a world rank to its node and local index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topology {
@@ -35,22 +60,24 @@ pub struct Topology {
 impl Topology {
     /// A topology from its nodes. Ranks must be exactly `0..world` once each, and every node
     /// must have a GPU.
-    pub fn new(nodes: Vec<Node>) -> Result<Topology, String> {
+    pub fn new(nodes: Vec<Node>) -> Result<Topology, TopologyError> {
         let world: usize = nodes.iter().map(|n| n.gpus.len()).sum();
         let mut place = vec![None; world];
         for (ni, node) in nodes.iter().enumerate() {
             if node.gpus.is_empty() {
-                return Err(format!("node {} has no GPU", node.host));
+                return Err(TopologyError::NoGpu {
+                    host: node.host.clone(),
+                });
             }
             for (li, gpu) in node.gpus.iter().enumerate() {
                 match place.get_mut(gpu.rank) {
                     Some(slot @ None) => *slot = Some((ni, li)),
-                    Some(Some(_)) => return Err(format!("rank {} appears twice", gpu.rank)),
+                    Some(Some(_)) => return Err(TopologyError::Twice { rank: gpu.rank }),
                     None => {
-                        return Err(format!(
-                            "rank {} is not below the number of GPUs ({world})",
-                            gpu.rank
-                        ));
+                        return Err(TopologyError::OutOfRange {
+                            rank: gpu.rank,
+                            world,
+                        });
                     }
                 }
             }
@@ -62,7 +89,7 @@ impl Topology {
     /// What the runner knows after gathering one record per world rank, in rank order: host,
     /// CUDA device and PCI bus id. Nodes come in the order of their first rank; a node's GPUs
     /// in rank order.
-    pub fn from_ranks(ranks: &[(String, i32, String)]) -> Result<Topology, String> {
+    pub fn from_ranks(ranks: &[(String, i32, String)]) -> Result<Topology, TopologyError> {
         let mut nodes: Vec<Node> = Vec::new();
         for (rank, (host, device, pci)) in ranks.iter().enumerate() {
             let gpu = Gpu {

@@ -2,8 +2,10 @@
 //! reads them (strtol-style integers, K/M/G sizes), with strict errors where leniency would run the
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
+mod locate;
 mod modes;
 
+pub use locate::{DEFAULT_SIZE_CAP, LocateOptions};
 pub use modes::{Average, Blocking, Graph};
 
 use crate::cli::{DefaultValue, RawArgs, spec};
@@ -89,6 +91,8 @@ pub struct Options {
     pub device_cta_count: Option<i64>,
     /// `--dry-run`: bootstrap, print the plan, load nothing on a GPU.
     pub dry_run: bool,
+    /// `--locate` and its options: name the slow node, GPU, rail or link after the table.
+    pub locate: Option<LocateOptions>,
 }
 
 impl Default for Options {
@@ -328,6 +332,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
             16
         }
     });
+    let locate = locate::read(&mut r, nthreads, ngpus, max_bytes)?;
     let mut o = Options {
         nthreads,
         ngpus,
@@ -362,6 +367,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         device_impl,
         device_cta_count,
         dry_run: raw.dry_run,
+        locate,
     };
     check_gpus_per_process(&o)?;
     check_sizes(&o)?;

@@ -240,3 +240,126 @@ fn zero_bytes_with_additive_step_and_single_size() {
     assert!(parse(&["-b", "1M", "-e", "1M", "-i", "0"]).is_ok());
     assert_eq!(parse(&["-N", "0"]).unwrap().options.run_cycles, None);
 }
+
+#[test]
+fn locate_options_and_their_defaults() {
+    assert_eq!(parse(&[]).unwrap().options.locate, None);
+    let l = parse(&["--locate", "quick", "-e", "1G"])
+        .unwrap()
+        .options
+        .locate
+        .unwrap();
+    assert_eq!(l.schedule, crate::locate::schedule::Kind::Quick);
+    assert_eq!((l.size, l.iters, l.seed, l.lines), (None, 20, 1, 64));
+    assert_eq!(l.deadline, std::time::Duration::from_secs(60));
+    assert_eq!(l.thresholds, crate::locate::stats::Thresholds::default());
+    assert_eq!(l.json, None);
+    assert_eq!(l.size_for(1 << 30), 256 << 20);
+    assert_eq!(l.size_for(1 << 20), 1 << 20);
+    let l = parse(&[
+        "--locate=per-node",
+        "-e",
+        "64M",
+        "--locate-size",
+        "4M",
+        "--locate-iters",
+        "5",
+        "--locate-deadline",
+        "2.5",
+        "--locate-threshold",
+        "3",
+        "--locate-min-drop",
+        "0.3",
+        "--locate-min-busbw",
+        "100",
+        "--locate-seed",
+        "7",
+        "--locate-lines",
+        "8",
+        "--locate-json",
+        "loc.json",
+    ])
+    .unwrap()
+    .options
+    .locate
+    .unwrap();
+    assert_eq!(l.schedule, crate::locate::schedule::Kind::Nodes);
+    assert_eq!((l.size, l.iters, l.seed, l.lines), (Some(4 << 20), 5, 7, 8));
+    assert_eq!(l.deadline, std::time::Duration::from_millis(2500));
+    assert_eq!(
+        (
+            l.thresholds.mad_k,
+            l.thresholds.min_drop,
+            l.thresholds.min_busbw
+        ),
+        (3.0, 0.3, Some(100.0))
+    );
+    assert_eq!(l.json.as_deref(), Some(std::path::Path::new("loc.json")));
+    assert_eq!(l.size_for(1 << 30), 4 << 20);
+}
+
+#[test]
+fn locate_options_are_refused_when_they_cannot_do_what_they_say() {
+    let invalid = |args: &[&str], text: &str| match parse(args) {
+        Err(OptionsError::Invalid(m)) => assert!(m.contains(text), "{args:?}: {m}"),
+        other => panic!("{args:?}: {other:?}"),
+    };
+    invalid(&["--locate", "pairs"], "unknown locate schedule 'pairs'");
+    invalid(
+        &["--locate-json", "x.json"],
+        "--locate-json needs --locate SCHEDULE",
+    );
+    invalid(&["--locate-iters", "3"], "--locate-iters needs --locate");
+    invalid(
+        &["--locate", "full", "--locate-iters", "0"],
+        "must be at least 1",
+    );
+    invalid(
+        &["--locate", "full", "--locate-deadline", "0"],
+        "--locate-deadline",
+    );
+    invalid(
+        &["--locate", "full", "--locate-deadline", "abc"],
+        "not a number",
+    );
+    invalid(
+        &["--locate", "full", "--locate-deadline", "inf"],
+        "not a number",
+    );
+    invalid(
+        &["--locate", "full", "--locate-min-drop", "1"],
+        "--locate-min-drop 1",
+    );
+    invalid(
+        &["--locate", "full", "--locate-threshold", "-1"],
+        "--locate-threshold -1",
+    );
+    invalid(
+        &["--locate", "full", "--locate-min-busbw", "-5"],
+        "--locate-min-busbw -5",
+    );
+    invalid(
+        &["--locate", "full", "--locate-size", "0"],
+        "at least 1 byte",
+    );
+    invalid(&["--locate", "full", "--locate-size", "1G"], "above -e");
+    invalid(
+        &["--locate", "full", "--locate-json", ""],
+        "needs a file name",
+    );
+    // Several GPUs per process: not implemented (exit 5), said in one line.
+    for args in [
+        ["--locate", "quick", "-g", "2"],
+        ["--locate", "quick", "-t", "2"],
+    ] {
+        match parse(&args) {
+            Err(OptionsError::Unsupported(m)) => {
+                assert!(
+                    m.contains("one GPU per process") && !m.contains('\n'),
+                    "{m}"
+                )
+            }
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+}

@@ -86,6 +86,7 @@ pub struct JsonReport {
     results: Vec<RowJson>,
     log: Option<LogJson>,
     problems: Vec<String>,
+    split_groups: Vec<super::split::SplitGroup>,
 }
 
 impl JsonReport {
@@ -115,6 +116,7 @@ impl JsonReport {
             results: Vec::new(),
             log: None,
             problems: Vec::new(),
+            split_groups: Vec::new(),
         };
         report.set_devices(info, devices, nccl_version);
         report
@@ -157,6 +159,11 @@ impl JsonReport {
         self.to_json(Some(End::new(summary, end_time)))
     }
 
+    /// Records each split group's own measurements (`nccl_perf_split_groups`).
+    pub fn set_split_groups(&mut self, groups: Vec<super::split::SplitGroup>) {
+        self.split_groups = groups;
+    }
+
     /// The document of a run that failed before its footer: what was collected so far (the
     /// rows completed), closed properly, without the footer keys and `end_time` (as upstream,
     /// which adds `end_time` only when the failure happens outside every nested container).
@@ -176,6 +183,7 @@ impl JsonReport {
             end,
             nccl_perf_log: self.log.as_ref(),
             nccl_perf_problems: &self.problems,
+            nccl_perf_split_groups: &self.split_groups,
         };
         // Cannot fail: every map key is a string and no Serialize impl returns an error.
         serde_json::to_string(&doc).unwrap_or_default()

@@ -8,11 +8,13 @@
 pub(crate) mod csv;
 pub mod format;
 pub mod health;
+pub mod iterations;
 pub mod json;
 pub(crate) mod markdown;
 pub mod parse;
 pub(crate) mod read;
 pub mod run;
+pub mod split;
 pub mod table;
 
 /// The step between two sizes of the sweep.

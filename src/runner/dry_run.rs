@@ -28,6 +28,7 @@ pub fn run(
     let visible = placement::visible_without_cuda(cuda_visible.as_deref(), gpus_in_proc());
     let forced = placement::parse_device(environment::TESTS_DEVICE.get().as_deref())?;
     let placed = placement::place(boot.local_rank(), per_process, visible, forced);
+    let base = placed.as_ref().map_or(0, |p| p.base);
     let (_, records) = discover::gather(boot, program, opts, visible, placed, |p| {
         (p.base..p.base + per_process)
             .map(|d| GpuRecord {
@@ -48,8 +49,13 @@ pub fn run(
         opts.min_bytes,
         opts.max_bytes,
     )?;
+    // Every process takes part in locate's topology exchange; rank 0 prints the first round.
+    let located = match &opts.locate {
+        Some(l) => super::locate::dry_run(l, boot, base)?,
+        None => Vec::new(),
+    };
     if boot.world_rank() == 0 {
-        let text = render(opts, coll, program, boot, &records, &plan);
+        let text = render(opts, coll, program, boot, &records, &plan, &located);
         print!("{text}");
     }
     Ok(code::OK)
@@ -63,6 +69,7 @@ fn render(
     boot: &dyn Bootstrap,
     records: &[ProcessRecord],
     plan: &Loops,
+    located: &[String],
 ) -> String {
     let per_process = opts.nthreads * opts.ngpus;
     let colors: BTreeSet<i64> = records.iter().map(|r| r.group).collect();
@@ -134,6 +141,10 @@ fn render(
         binary_units(per_gpu),
         per_gpu * per_process as u64
     );
+    for l in located {
+        s += l;
+        s.push('\n');
+    }
     s += &closing_line(records, per_process);
     s
 }

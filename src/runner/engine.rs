@@ -26,6 +26,9 @@ pub struct Engine<'a> {
     pub max_bytes: u64,
     /// Number of processes (for the `-a 1` mean).
     pub world_size: usize,
+    /// `NCCL_TESTS_SPLIT` made several groups: every thread keeps its own time and the bus
+    /// bandwidth terms of each measurement, for each group's own result.
+    pub record_groups: bool,
 }
 
 /// One datatype/op/root combination at one size.

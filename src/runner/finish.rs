@@ -5,12 +5,48 @@
 use super::output::Output;
 use super::threads::Measured;
 use crate::error::{Result, code};
+use crate::gpu::Gpu;
 use crate::gpu::nccl::Nccl;
+use crate::report::split::{self, SplitGroup};
 use crate::report::{Summary, table};
 use std::ops::Not;
 
 /// Runs the finish phase; returns the exit code of a run that reached its footer.
 pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Result<u8> {
+    let (summary, code) = summarize(nccl, &measured, out);
+    crate::gpu::rank::destroy_all(measured.gpus)?;
+    footer(out, &summary, measured.split_groups);
+    crate::host::trace("teardown done");
+    Ok(code)
+}
+
+/// The footer and the JSON document; then, after the table, each split group's own result.
+fn footer(out: &mut Output, summary: &Summary, groups: Vec<SplitGroup>) {
+    let lines = split::lines(&groups);
+    out.set_split_groups(groups);
+    out.finish(summary);
+    out.print(&lines);
+}
+
+/// The finish phase with `after` between the footer and the teardown: a phase that prints after
+/// the table and needs the GPUs (`--locate`). The benchmark's exit code wins over `after`'s;
+/// a failure of `after` leaves the GPUs to the error path (their communicators aborted).
+pub(super) fn finish_then(
+    nccl: &Nccl,
+    mut measured: Measured,
+    out: &mut Output,
+    after: impl FnOnce(&[Gpu]) -> Result<u8>,
+) -> Result<u8> {
+    let (summary, code) = summarize(nccl, &measured, out);
+    footer(out, &summary, std::mem::take(&mut measured.split_groups));
+    let later = after(&measured.gpus)?;
+    crate::gpu::rank::destroy_all(measured.gpus)?;
+    crate::host::trace("teardown done");
+    Ok(if code != code::OK { code } else { later })
+}
+
+/// The run's summary and the exit code it gives.
+fn summarize(nccl: &Nccl, measured: &Measured, out: &Output) -> (Summary, u8) {
     let oob = measured.oob_errors;
     let avg = out.average_busbw();
     let min_bw_ok = min_bw_verdict(avg, crate::environment::TESTS_MIN_BW.get().as_deref());
@@ -23,10 +59,7 @@ pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Resul
             .memory
             .map(|[a, b, c]| table::memory_report(a, b, c)),
     };
-    crate::gpu::rank::destroy_all(measured.gpus)?;
-    out.finish(&summary);
-    crate::host::trace("teardown done");
-    Ok(final_code(oob, min_bw_ok))
+    (summary, final_code(oob, min_bw_ok))
 }
 
 /// The `NCCL_TESTS_MIN_BW` verdict on the average bus bandwidth: `None` when the variable is

@@ -35,9 +35,27 @@ pub struct Worker<'a> {
     pub errors: u64,
     /// `-I 1` timing events (none otherwise).
     events: Events,
+    /// With split groups ([`Engine::record_groups`]): this thread's own time and the bus
+    /// bandwidth terms of every measurement, in order.
+    pub(super) samples: Vec<GroupSample>,
     /// Test hook: hold the streams this long before the first timed loop ([`stall`]).
     #[cfg(feature = "test-hooks")]
     stall_ms: Option<u64>,
+}
+
+/// At most this many measurements are kept per thread for the split groups' results (`-N 0`
+/// runs until stopped).
+pub(super) const MAX_GROUP_SAMPLES: usize = 1 << 20;
+
+/// One measurement as one thread saw it, for its split group's own result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct GroupSample {
+    /// This thread's time per operation, seconds.
+    pub seconds: f64,
+    /// The bytes that define algbw.
+    pub bytes: f64,
+    /// The busbw factor.
+    pub factor: f64,
 }
 
 /// Runs `f` inside one NCCL group when `grouped`; the group is always closed.
@@ -64,6 +82,7 @@ impl<'a> Worker<'a> {
             rep: 0,
             errors: 0,
             events,
+            samples: Vec::new(),
             #[cfg(feature = "test-hooks")]
             stall_ms: stall::stall_ms(),
         })
@@ -196,6 +215,13 @@ impl<'a> Worker<'a> {
         let time = self.reduce_time(local)?;
         let ts = s.ts();
         let (bytes, factor) = self.e.coll.bandwidth(&s.counts, ts, self.e.nranks);
+        if self.e.record_groups && self.samples.len() < MAX_GROUP_SAMPLES {
+            self.samples.push(GroupSample {
+                seconds: local,
+                bytes,
+                factor,
+            });
+        }
         let algbw = bytes / 1e9 / time;
         let busbw = algbw * factor;
         self.e.group.barrier()?;

@@ -28,6 +28,7 @@ mod finish;
 mod graph;
 pub mod interrupt;
 mod launch;
+mod locate;
 mod measure;
 mod op;
 #[allow(unsafe_code)]
@@ -36,6 +37,7 @@ mod per_iter;
 mod placement;
 mod plan;
 pub mod setup;
+mod split;
 #[cfg(feature = "test-hooks")]
 mod stall;
 mod sync;
@@ -74,13 +76,32 @@ fn benchmark(
     out: &mut Output,
 ) -> Result<u8> {
     let found = discover::discover(opts, boot, out)?;
+    if let Some(l) = &found.options.locate {
+        locate::check(l, found.nccl, found.nccl_version, boot)?;
+    }
     let plan = plan::plan(coll, boot, &found, out)?;
     let ready = setup::set_up(boot, &found, &plan)?;
     let measured = threads::measure(coll, boot, &found, &plan, ready, out)?;
-    // A phase that uses the GPUs after the measurements goes here, before `finish` tears them
-    // down: `measured.gpus` are this process' GPUs with their communicators (NCCL ranks
-    // `found.first_rank ..` of `found.nranks`), `boot` reaches every process of the job, `plan`
-    // has the sizes and buffers, and `out` prints at world rank 0 (issue 16's locate phase:
-    // `locate::seam::RoundRunner` implemented over these).
-    finish::finish(found.nccl, measured, out)
+    if found.options.locate.is_none() {
+        return finish::finish(found.nccl, measured, out);
+    }
+    // After the table and its footer, before the teardown: locate runs on the GPUs the
+    // benchmark set up (this process' one GPU: buffers and stream), with communicators of its
+    // own.
+    finish::finish_then(found.nccl, measured, out, |gpus| {
+        let (Some(gpu), Some(device)) = (gpus.first(), found.devices.first()) else {
+            return Err(crate::error::Error::Internal(
+                "--locate: this process has no GPU".into(),
+            ));
+        };
+        locate::run(&locate::Job {
+            opts: &found.options,
+            coll,
+            nccl: found.nccl,
+            boot,
+            gpu,
+            place: locate::Place::here(device.ordinal, device.props.pci),
+            max_bytes: plan.max_bytes,
+        })
+    })
 }

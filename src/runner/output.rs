@@ -11,6 +11,7 @@
 use crate::error::{Error, Result};
 use crate::options::{OutputFile, OutputFormat};
 use crate::report::json::{self, JsonReport};
+use crate::report::split::SplitGroup;
 use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, csv, format, table};
 use std::fs::File;
 use std::io::{Seek, Write};
@@ -129,6 +130,14 @@ impl JsonFile {
         });
     }
 
+    /// Records each split group's own result in the document.
+    fn set_split_groups(&self, groups: Vec<SplitGroup>) {
+        let _ = self.rewrite(|r| {
+            r.set_split_groups(groups);
+            None
+        });
+    }
+
     /// Writes the complete document and closes the file.
     fn finish(&self, s: &Summary, program: &str) {
         let end = crate::host::local_time();
@@ -217,6 +226,13 @@ impl Output {
     /// Average bus bandwidth over every printed half-row (`-nan` with none).
     pub fn average_busbw(&self) -> f64 {
         format::average(self.busbw_sum, self.halves)
+    }
+
+    /// Keeps each split group's own result for the JSON document (`nccl_perf_split_groups`).
+    pub fn set_split_groups(&mut self, groups: Vec<SplitGroup>) {
+        if let (Some(j), false) = (&self.json, groups.is_empty()) {
+            j.set_split_groups(groups);
+        }
     }
 
     /// Prints the footer and writes the JSON document.

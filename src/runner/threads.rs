@@ -8,16 +8,18 @@
 use super::discover::Discovery;
 use super::engine::{Engine, Shape};
 use super::interrupt;
-use super::measure::Worker;
+use super::measure::{GroupSample, Worker};
 use super::output::Output;
 use super::plan::{Loops, Plan, label};
 use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};
+use super::split;
 #[cfg(feature = "test-hooks")]
 use super::stall;
 use super::sync::ThreadGroup;
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
+use crate::report::split::SplitGroup;
 use crate::report::{RowResult, table};
 use crate::types::{DataType, RedOp};
 
@@ -30,6 +32,10 @@ pub(super) struct Measured {
     /// With `-M 1`: the memory figures (initialization, user-allocated, collective), maxima
     /// over every thread and process.
     pub memory: Option<[f64; 3]>,
+    /// With split groups: every thread's own samples (thread order), until folded.
+    samples: Vec<Vec<GroupSample>>,
+    /// With split groups, at world rank 0: each group's own result.
+    pub split_groups: Vec<SplitGroup>,
 }
 
 /// Runs the measure phase: prints the table header, then runs the loops on the benchmark
@@ -54,9 +60,21 @@ pub(super) fn measure(
         nranks: found.nranks,
         max_bytes: plan.max_bytes,
         world_size: boot.world_size(),
+        record_groups: boot.group().size < boot.world_size(),
     };
-    let measured = run_threads(&engine, &plan.loops, &ready.gpu_plan, ready.starts, out)?;
+    let mut measured = run_threads(&engine, &plan.loops, &ready.gpu_plan, ready.starts, out)?;
     crate::host::trace("all measurements done");
+    if engine.record_groups {
+        let per_process = (opts.nthreads * opts.ngpus) as usize;
+        let first = boot.world_rank() * per_process;
+        let mine = split::fold(
+            boot.group().color,
+            boot.world_rank(),
+            (first..first + per_process).collect(),
+            &measured.samples,
+        );
+        measured.split_groups = split::gather(boot, &mine, opts.average)?;
+    }
     Ok(measured)
 }
 
@@ -118,6 +136,7 @@ fn run_threads(
         // The counts and memory figures are global: the same on every thread.
         for end in ends {
             all.gpus.extend(end.gpus);
+            all.samples.extend(end.samples);
         }
         Ok(all)
     })
@@ -178,6 +197,8 @@ fn thread_main(
         oob_errors: oob,
         gpus: std::mem::take(&mut w.gpus),
         memory,
+        samples: vec![std::mem::take(&mut w.samples)],
+        split_groups: Vec::new(),
     })
 }
 

@@ -117,13 +117,16 @@ fn describe(value: crate::cli::Value) -> &'static str {
         Value::DataType => "type name or all",
         Value::Op => "op name or all",
         Value::File => "file",
+        Value::Number => "number",
+        Value::Schedule => "nodes, rails, quick or full",
     }
 }
 
 /// The exit codes of the benchmarks, as nccl-tests documents them.
 const BENCHMARK_EXIT: &str = "0 success (and -h), 1 internal error, 2 CUDA failure, 3 NCCL failure, \
 4 timeout, 5 not implemented (too few GPUs, an option this build does not support yet), \
-6 invalid usage, 7 wrong data or bandwidth below NCCL_TESTS_MIN_BW, 255 argument error.";
+6 invalid usage, 7 wrong data or bandwidth below NCCL_TESTS_MIN_BW, 9 --locate named a suspect, \
+255 argument error.";
 
 /// The exit codes of `nccl-perf`.
 const TOOL_EXIT: &str = "0 success, 1 compare found a regression beyond --max-regression, 2 invalid usage or unreadable input.";

@@ -33,4 +33,15 @@ pub enum ToolError {
     /// A completion script or man page that cannot be generated.
     #[error("{0}")]
     Generate(String),
+    /// A locate record that cannot be read.
+    #[error("{path}: {source}")]
+    LocateRecord {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: crate::locate::json::ReadError,
+    },
+    /// A locate record that cannot be drawn.
+    #[error(transparent)]
+    LocatePlot(#[from] crate::locate::plot::PlotError),
 }

@@ -84,12 +84,41 @@ fn command() -> Command {
                         .value_parser(["text", "csv", "markdown", "json"])
                         .default_value("text"),
                 )
+                .arg(
+                    Arg::new("view")
+                        .long("view")
+                        .value_parser(["straggler", "nodes", "spikes"])
+                        .help("Instead of the table, a view of per-iteration times (-I 1 runs' -J JSON): straggler ranks the processes furthest behind, nodes groups them by host, spikes finds iterations far above their row's median and says whether the job or one process spiked"),
+                )
+                .arg(
+                    Arg::new("in-place")
+                        .long("in-place")
+                        .action(ArgAction::SetTrue)
+                        .requires("view")
+                        .help("--view: in-place halves instead of out-of-place ones"),
+                )
+                .arg(
+                    Arg::new("threshold")
+                        .long("threshold")
+                        .value_name("FACTOR")
+                        .value_parser(clap::value_parser!(f64))
+                        .default_value("1.5")
+                        .help("--view spikes: an iteration above this many times its row's median is a spike"),
+                )
+                .arg(
+                    Arg::new("procs-per-node")
+                        .long("procs-per-node")
+                        .value_name("N")
+                        .value_parser(clap::value_parser!(usize))
+                        .requires("view")
+                        .help("--view nodes: processes per node, in rank order, when the run does not name each process' host"),
+                )
                 .arg(partial.clone()),
         )
         .subcommand(
             Command::new("plot")
-                .about("Plot bandwidth or time against message size (log2 axis), runs overlaid")
-                .arg(files("RUN", "JSON files or text logs, one colour each"))
+                .about("Plot bandwidth or time against message size (log2 axis), runs overlaid; or a --locate-json record (pair matrix and per-node bars)")
+                .arg(files("RUN", "JSON files or text logs, one colour each, or one locate record"))
                 .arg(Arg::new("output").short('o').long("output").required(true).help("Image to write: .svg or .png"))
                 .arg(metric.clone())
                 .arg(half.clone())
@@ -188,15 +217,31 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
         }
         "report" => {
             let runs = load(&strings("FILE"))?;
+            if let Some(view) = m.get_one::<String>("view") {
+                use crate::report::iterations::{View, ViewOptions, render};
+                let options = ViewOptions {
+                    view: View::parse(view).unwrap_or(View::Straggler),
+                    in_place: m.get_flag("in-place"),
+                    threshold: m.get_one::<f64>("threshold").copied().unwrap_or(1.5),
+                    procs_per_node: m.get_one::<usize>("procs-per-node").copied(),
+                };
+                let text = render(&runs, &options).map_err(|e| ToolError::NoData(e.to_string()))?;
+                emit(None, &text)?;
+                return Ok(tell_problems(&runs));
+            }
             let format = m.get_one::<String>("format").map_or("text", String::as_str);
             emit(None, &report(&runs, format))?;
             Ok(tell_problems(&runs))
         }
         "plot" => {
-            let runs = load(&strings("RUN"))?;
             let size = m
                 .get_one::<String>("size")
                 .map_or("1000x600", String::as_str);
+            let paths = strings("RUN");
+            if let Some(code) = plot_locate(&paths, m, image_size(size)?)? {
+                return Ok(code);
+            }
+            let runs = load(&paths)?;
             let options = PlotOptions {
                 output: m.get_one::<String>("output").cloned().unwrap_or_default(),
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
@@ -239,6 +284,54 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
         }
         other => Err(ToolError::Usage(format!("unknown subcommand {other}"))),
     }
+}
+
+/// `plot` of a `--locate-json` record (the pair matrix as a heatmap and the bars per node or
+/// rail): `None` when no input is one, so the runs are plotted as usual.
+fn plot_locate(
+    paths: &[String],
+    m: &ArgMatches,
+    size: (u32, u32),
+) -> Result<Option<u8>, ToolError> {
+    let mut locate = None;
+    for p in paths.iter().filter(|p| p.as_str() != "-") {
+        // Only the start of a file says what it is; a log is not read whole here.
+        let head = std::fs::File::open(p)
+            .and_then(|f| {
+                let mut head = String::new();
+                std::io::Read::read_to_string(&mut std::io::Read::take(f, 4096), &mut head)
+                    .map(|_| head)
+            })
+            .unwrap_or_default();
+        if crate::locate::json::is_locate(&head) {
+            locate = Some(p.clone());
+        }
+    }
+    let Some(path) = locate else {
+        return Ok(None);
+    };
+    if paths.len() > 1 {
+        return Err(ToolError::Usage(format!(
+            "{path} is a locate record: plot it on its own (one image per record)"
+        )));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ToolError::Read(crate::report::run::ReadError::whole(
+            &path,
+            format!("cannot read: {e}"),
+        ))
+    })?;
+    let doc = crate::locate::json::read(&text).map_err(|source| ToolError::LocateRecord {
+        path: path.clone(),
+        source,
+    })?;
+    let output = m.get_one::<String>("output").cloned().unwrap_or_default();
+    let notes = crate::locate::plot::plot(&doc, &output, size)?;
+    for note in notes {
+        eprintln!("nccl-perf: note: {note}");
+    }
+    eprintln!("nccl-perf: wrote {output}");
+    Ok(Some(0))
 }
 
 /// Prints every problem of `runs` on stderr (one line each); [`EXIT_BROKEN`] when there is one.

@@ -70,6 +70,8 @@ fn four_ranks_meet_and_run_every_collective() {
         let mut id = [b.world_rank() as u8 + 10; 128];
         b.broadcast_id(&mut id)?;
         let texts = b.gather(format!("r{}", b.world_rank()))?;
+        let all = b.allgather("é".repeat(b.world_rank()))?;
+        assert_eq!(all, ["", "é", "éé", "ééé"]);
         b.barrier()?;
         Ok((
             b.world_rank(),
@@ -145,6 +147,11 @@ fn a_rank_that_leaves_is_named_at_the_next_collective() {
             msg.contains("rank 2") && msg.contains("left the run"),
             "{msg}"
         );
+    }
+    // Rank 0 knows which process left (what --locate names as hung).
+    match &results[0] {
+        Err(Error::Bootstrap { lost, .. }) => assert_eq!(lost, &[2]),
+        other => panic!("{other:?}"),
     }
 }
 

@@ -5,7 +5,7 @@
 //! others which, and the run stops.
 
 use super::wire::{self, RecvError};
-use super::{Leaf, Peer, TcpBootstrap, abort_peers, beat, failure, secs};
+use super::{Leaf, Peer, TcpBootstrap, abort_peers, beat, failure, lost, secs};
 use crate::error::Result;
 
 impl TcpBootstrap {
@@ -79,8 +79,9 @@ impl TcpBootstrap {
                 ),
                 Err(e) => (format!("rank {} ({}): {e:?}", p.rank, p.host), false),
             };
+            let rank = p.rank;
             abort_peers(peers, Some(i), &msg, timed_out);
-            return Err(failure(msg, timed_out));
+            return Err(lost(msg, timed_out, vec![rank]));
         }
         Ok(())
     }

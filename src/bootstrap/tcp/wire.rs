@@ -29,6 +29,8 @@ pub const CHALLENGE: u8 = 9;
 /// "Still here": sent about every second in both directions once the processes have met, so
 /// that a process that is stopped or frozen (its connection still open) is noticed.
 pub const HEARTBEAT: u8 = 10;
+/// Collective: every process' text to every process.
+pub const ALLGATHER: u8 = 11;
 
 /// What an abort means for the process that receives it (its exit code).
 pub mod abort {
@@ -56,6 +58,7 @@ pub fn tag_name(tag: u8) -> &'static str {
         REPLY => "reply",
         CHALLENGE => "challenge",
         HEARTBEAT => "heartbeat",
+        ALLGATHER => "allgather",
         _ => "unknown message",
     }
 }

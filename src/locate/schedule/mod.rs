@@ -68,6 +68,11 @@ pub trait Schedule {
     fn conclude(&self, cx: &Context) -> Conclusion;
 }
 
+/// A schedule name that is none of the four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown locate schedule '{0}'; use nodes, rails, quick or full")]
+pub struct UnknownSchedule(pub String);
+
 /// The schedules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,15 +102,13 @@ impl Kind {
     }
 
     /// A schedule by name (`per-node` and `per-rail` are accepted too).
-    pub fn parse(s: &str) -> Result<Kind, String> {
+    pub fn parse(s: &str) -> Result<Kind, UnknownSchedule> {
         match s {
             "nodes" | "per-node" => Ok(Kind::Nodes),
             "rails" | "per-rail" => Ok(Kind::Rails),
             "quick" => Ok(Kind::Quick),
             "full" => Ok(Kind::Full),
-            _ => Err(format!(
-                "unknown locate schedule '{s}'; use nodes, rails, quick or full"
-            )),
+            _ => Err(UnknownSchedule(s.to_string())),
         }
     }
 

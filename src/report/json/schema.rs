@@ -44,6 +44,8 @@ pub(super) struct Document<'a> {
     pub nccl_perf_log: Option<&'a LogJson>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub nccl_perf_problems: &'a [String],
+    #[serde(skip_serializing_if = "<[crate::report::split::SplitGroup]>::is_empty")]
+    pub nccl_perf_split_groups: &'a [crate::report::split::SplitGroup],
 }
 
 /// `config`.

@@ -228,3 +228,37 @@ fn aborted_document_is_closed_without_footer() {
     }
     assert!(text.ends_with("\"experiment_name\":\"\"}]}"), "{text}");
 }
+
+#[test]
+fn split_groups_are_an_extra_key_after_upstreams() {
+    let mut r = report(&info());
+    r.add_row(&row());
+    let plain: Value = serde_json::from_str(&r.render(&summary(), "end")).unwrap();
+    assert!(plain.get("nccl_perf_split_groups").is_none());
+    r.set_split_groups(vec![crate::report::split::SplitGroup {
+        color: 1,
+        ranks: vec![1, 3],
+        average_bus_bw: 0.5,
+        bus_bw: vec![0.25, 0.75],
+        time: vec![10.0, 5.0],
+    }]);
+    let text = r.render(&summary(), "end");
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        doc["nccl_perf_split_groups"],
+        json!([{"color": 1, "ranks": [1, 3], "average_bus_bw": 0.5,
+                "bus_bw": [0.25, 0.75], "time": [10.0, 5.0]}])
+    );
+    // Every upstream key is where it was; our reader reads the document as before.
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !k.starts_with("nccl_perf_"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(keys(&doc), keys(&plain));
+    let back = read::read_documents(&text, "split.json").unwrap();
+    assert_eq!(back[0].rows.len(), 1);
+}

@@ -224,6 +224,9 @@ impl Bootstrap for TwoProcesses {
     fn gather(&self, text: String) -> Result<Vec<String>> {
         Ok(vec![text, self.other.clone()])
     }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        self.gather(text)
+    }
 }
 
 #[test]
