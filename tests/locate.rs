@@ -2,6 +2,8 @@
 //! unchanged), its JSON reads back and plots, and odd jobs (one node, one GPU per node, runners
 //! that stop or garble results, invalid thresholds) end cleanly with a sound verdict.
 
+mod support;
+
 use std::time::Duration;
 
 use nccl_perf::locate::json::{self, LocateJson};
@@ -595,7 +597,8 @@ fn nccl_perf_plot_draws_a_locate_record() {
     let text = serde_json::to_string_pretty(&json::document(&report, &topo)).expect("json");
     std::fs::write(&record, text).expect("write");
     let tool = |args: &[&std::ffi::OsStr]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_nccl-perf"))
+        // Through the emulator when the tests run for another architecture (ci/arm64.sh).
+        support::program(env!("CARGO_BIN_EXE_nccl-perf"))
             .args(args)
             .output()
             .expect("nccl-perf runs")
