@@ -2,39 +2,19 @@
 
 /// The host name up to its first `.`, as nccl-tests prints it.
 pub fn short_hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is writable for its whole length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let uts = rustix::system::uname();
+    let name = uts.nodename().to_string_lossy();
     match name.split('.').next() {
         Some(s) if !s.is_empty() => s.to_string(),
-        _ => name,
+        _ if name.is_empty() => "unknown".into(),
+        _ => name.into_owned(),
     }
 }
 
-/// Local time as `%Y-%m-%d %H:%M:%S`.
+/// Local time as `%Y-%m-%d %H:%M:%S`, in the zone the C library would use (`TZ`, else
+/// `/etc/localtime`, else UTC).
 pub fn local_time() -> String {
-    // SAFETY: `time` and `localtime_r` only write the structs we pass.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return "1970-01-01 00:00:00".into();
-        }
-        format!(
-            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
+    jiff::Zoned::now().strftime("%Y-%m-%d %H:%M:%S").to_string()
 }
 
 static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
@@ -66,5 +46,30 @@ mod tests {
         assert_eq!(t.len(), 19, "{t}");
         assert_eq!(&t[4..5], "-");
         assert_eq!(&t[13..14], ":");
+    }
+
+    /// The same wall clock as the C library's (`date` reads TZ and /etc/localtime through it),
+    /// to the minute: a zone read differently shows as an hour or more apart.
+    #[test]
+    fn local_time_is_the_c_librarys() {
+        let out = std::process::Command::new("date")
+            .arg("+%Y-%m-%d %H:%M")
+            .output()
+            .expect("date runs");
+        let theirs = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let ours = local_time();
+        // A minute may turn between the two reads.
+        let again = local_time();
+        assert!(
+            ours.starts_with(&theirs) || again.starts_with(&theirs),
+            "ours {ours} / {again}, date {theirs}"
+        );
+    }
+
+    #[test]
+    fn hostname_is_the_kernels_up_to_the_first_dot() {
+        let full = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        let full = full.trim();
+        assert_eq!(short_hostname(), full.split('.').next().unwrap_or(full));
     }
 }

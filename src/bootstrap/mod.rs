@@ -8,6 +8,7 @@ pub(crate) mod fingerprint;
 mod launch;
 pub(crate) mod local;
 #[cfg(feature = "mpi")]
+#[allow(unsafe_code)]
 mod mpi;
 mod nodelist;
 pub(crate) mod peer_text;

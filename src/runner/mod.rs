@@ -31,7 +31,6 @@ mod launch;
 mod locate;
 mod measure;
 mod op;
-#[allow(unsafe_code)]
 mod output;
 mod per_iter;
 mod placement;

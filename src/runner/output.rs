@@ -65,11 +65,10 @@ pub fn check_target(path: &Path) -> Result<()> {
         Err(e) => Some(e.to_string()),
         Ok(m) if !m.is_dir() => Some(format!("{} is not a folder", dir.display())),
         Ok(_) => {
-            use std::os::unix::ffi::OsStrExt;
-            let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap_or_default();
-            // SAFETY: a valid NUL-terminated path; access() only reads it.
-            let ok = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0;
-            (!ok).then(|| std::io::Error::last_os_error().to_string())
+            use rustix::fs::{Access, access};
+            access(dir, Access::WRITE_OK | Access::EXEC_OK)
+                .err()
+                .map(|e| std::io::Error::from(e).to_string())
         }
     };
     match problem {

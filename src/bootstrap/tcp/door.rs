@@ -11,7 +11,6 @@ use crate::bootstrap::auth;
 use crate::bootstrap::peer_text;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// The largest hello accepted (ours is under 1 KiB).
@@ -110,40 +109,17 @@ impl Door {
             let wait = wake
                 .saturating_duration_since(now)
                 .clamp(Duration::from_millis(1), Duration::from_secs(1));
-            let mut fds = Vec::with_capacity(1 + self.pending.len() + seated.len());
-            fds.push(pollfd(self.listener.as_raw_fd(), libc::POLLIN));
-            fds.extend(
-                self.pending
-                    .iter()
-                    .map(|p| pollfd(p.stream.as_raw_fd(), libc::POLLIN)),
-            );
-            // Seated processes send nothing before their welcome: only a hang-up matters.
-            fds.extend(
-                seated
-                    .iter()
-                    .map(|s| pollfd(s.as_raw_fd(), libc::POLLRDHUP)),
-            );
-            // SAFETY: `fds` is a valid array of pollfd of the given length.
-            let n = unsafe {
-                libc::poll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    wait.as_millis() as i32,
-                )
-            };
-            if n <= 0 {
+            let Some(woke) = self.wait_for_events(seated, wait) else {
                 continue;
-            }
+            };
             let base = 1 + self.pending.len();
-            if fds[base..].iter().any(|f| f.revents != 0)
+            if woke[base..].iter().any(|&w| w)
                 && let Some(gone) = wire::first_closed(seated.iter().copied())
             {
                 return Next::Left(gone);
             }
             // Pending connections first (their indexes shift once new ones are accepted).
-            let ready: Vec<usize> = (0..self.pending.len())
-                .filter(|&i| fds[1 + i].revents != 0)
-                .collect();
+            let ready: Vec<usize> = (0..self.pending.len()).filter(|&i| woke[1 + i]).collect();
             for &i in ready.iter().rev() {
                 match read_some(&mut self.pending[i]) {
                     Read_::More => {}
@@ -164,9 +140,32 @@ impl Door {
                     }
                 }
             }
-            if fds[0].revents != 0 {
+            if woke[0] {
                 self.accept_burst();
             }
+        }
+    }
+
+    /// Waits up to `wait` for the listener, a pending connection or a seated process to
+    /// stir: which of them did (listener, then pending, then seated), or `None` when none did.
+    fn wait_for_events(&self, seated: &[&TcpStream], wait: Duration) -> Option<Vec<bool>> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut fds = Vec::with_capacity(1 + self.pending.len() + seated.len());
+        fds.push(PollFd::new(&self.listener, PollFlags::IN));
+        fds.extend(
+            self.pending
+                .iter()
+                .map(|p| PollFd::new(&p.stream, PollFlags::IN)),
+        );
+        // Seated processes send nothing before their welcome: only a hang-up matters.
+        fds.extend(seated.iter().map(|s| PollFd::new(*s, PollFlags::RDHUP)));
+        let timeout = Timespec {
+            tv_sec: wait.as_secs() as _,
+            tv_nsec: wait.subsec_nanos() as _,
+        };
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => Some(fds.iter().map(|f| !f.revents().is_empty()).collect()),
+            _ => None,
         }
     }
 
@@ -259,14 +258,6 @@ impl Door {
             );
             self.hidden = 0;
         }
-    }
-}
-
-fn pollfd(fd: i32, events: i16) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }
 

@@ -165,37 +165,35 @@ pub fn poll(s: &TcpStream) -> Option<bool> {
 /// The index of the first of `streams` whose peer has closed the connection (and sent nothing
 /// still unread), without waiting: one `poll` for all of them, then a peek at those that woke.
 pub fn first_closed<'a>(streams: impl Iterator<Item = &'a TcpStream>) -> Option<usize> {
-    use std::os::fd::AsRawFd;
-    let mut fds: Vec<libc::pollfd> = streams
-        .map(|s| libc::pollfd {
-            fd: s.as_raw_fd(),
-            events: libc::POLLIN | libc::POLLRDHUP,
-            revents: 0,
-        })
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::net::{RecvFlags, recv};
+    let streams: Vec<&TcpStream> = streams.collect();
+    let mut fds: Vec<PollFd<'_>> = streams
+        .iter()
+        .map(|s| PollFd::new(*s, PollFlags::IN | PollFlags::RDHUP))
         .collect();
-    // SAFETY: `fds` is a valid array of pollfd of the given length; timeout 0 never blocks.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-    if n <= 0 {
-        return None;
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&now)) {
+        Ok(n) if n > 0 => {}
+        _ => return None,
     }
-    fds.iter().position(|p| {
-        if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+    let woke: Vec<PollFlags> = fds.iter().map(PollFd::revents).collect();
+    woke.iter().zip(&streams).position(|(&r, s)| {
+        if r.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
             return true;
         }
-        if p.revents & (libc::POLLIN | libc::POLLRDHUP) == 0 {
+        if !r.intersects(PollFlags::IN | PollFlags::RDHUP) {
             return false;
         }
-        let mut b = 0u8;
-        // SAFETY: peeks one byte into a valid buffer without blocking or consuming it.
-        let r = unsafe {
-            libc::recv(
-                p.fd,
-                (&mut b as *mut u8).cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        r == 0 || (r < 0 && std::io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
+        // A peek of one byte that neither blocks nor consumes it: 0 is an orderly close.
+        let mut b = [0u8; 1];
+        match recv(s, &mut b[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+            Ok((n, _)) => n == 0,
+            Err(e) => e != rustix::io::Errno::WOULDBLOCK && e != rustix::io::Errno::INTR,
+        }
     })
 }
 
