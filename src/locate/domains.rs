@@ -2,21 +2,86 @@
 //! schedule), nodes along a rail (per-rail schedule), and GPUs of a node against the same GPUs
 //! of a known-good partner (pair schedules).
 
+use std::marker::PhantomData;
+
 use super::bisect::{Domain, Job};
 use super::round::{Role, RoundBuilder, Subject};
 use super::topology::Topology;
 use super::verdict::Culprit;
 
-/// GPUs of one node, probed on their own (NVLink/PCIe inside the node). A lone GPU is padded
-/// with a known-good GPU of the same node; controls are the same GPUs of a known-good node.
-pub struct InNode<'a> {
-    /// The job.
-    pub topo: &'a Topology,
-    /// Nodes found healthy (controls).
-    pub good_nodes: &'a [usize],
+/// One way to slice a suspect into units for [`Sliced`] bisection: the units of one owner
+/// (the GPUs of a node, or the nodes along a rail).
+pub trait Axis {
+    /// The world rank of `unit` of `owner`, if the job has it.
+    fn rank(topo: &Topology, owner: usize, unit: usize) -> Option<usize>;
+    /// The subject of a group of `units` of `owner`.
+    fn subject(owner: usize, units: Vec<usize>) -> Subject;
+    /// What `units` of `owner` point at.
+    fn culprit(topo: &Topology, owner: usize, units: &[usize]) -> Culprit;
 }
 
-impl Domain for InNode<'_> {
+/// GPUs of one node, probed on their own (NVLink/PCIe inside the node): the owner is a node,
+/// the units its GPUs.
+#[derive(Debug, Clone, Copy)]
+pub struct InNode;
+
+impl Axis for InNode {
+    fn rank(topo: &Topology, node: usize, gpu: usize) -> Option<usize> {
+        topo.rank(node, gpu)
+    }
+    fn subject(node: usize, gpus: Vec<usize>) -> Subject {
+        Subject::NodeGpus { node, gpus }
+    }
+    fn culprit(topo: &Topology, node: usize, gpus: &[usize]) -> Culprit {
+        Culprit::gpus(topo, node, gpus)
+    }
+}
+
+/// Nodes along one rail (GPU `rail` of some nodes): the owner is a rail, the units nodes.
+#[derive(Debug, Clone, Copy)]
+pub struct AlongRail;
+
+impl Axis for AlongRail {
+    fn rank(topo: &Topology, rail: usize, node: usize) -> Option<usize> {
+        topo.rank(node, rail)
+    }
+    fn subject(rail: usize, nodes: Vec<usize>) -> Subject {
+        Subject::RailNodes { rail, nodes }
+    }
+    fn culprit(topo: &Topology, rail: usize, nodes: &[usize]) -> Culprit {
+        Culprit::rail_nodes(topo, rail, nodes)
+    }
+}
+
+/// Bisection along an [`Axis`]: units of one owner probed on their own, a lone unit padded
+/// with a known-good unit of the same owner; controls are the same units of a known-good
+/// owner (along a rail: the same nodes on a good rail, so that a slow node, slow on every
+/// rail, is not taken for a slow rail).
+pub struct Sliced<'a, A> {
+    topo: &'a Topology,
+    good: &'a [usize],
+    axis: PhantomData<A>,
+}
+
+impl<'a, A: Axis> Sliced<'a, A> {
+    /// Bisection in `topo` with `good` the owners found healthy (controls).
+    pub fn new(topo: &'a Topology, good: &'a [usize]) -> Self {
+        Sliced {
+            topo,
+            good,
+            axis: PhantomData,
+        }
+    }
+
+    fn ranks(&self, owner: usize, units: &[usize]) -> Option<Vec<usize>> {
+        units
+            .iter()
+            .map(|&u| A::rank(self.topo, owner, u))
+            .collect()
+    }
+}
+
+impl<A: Axis> Domain for Sliced<'_, A> {
     fn topo(&self) -> &Topology {
         self.topo
     }
@@ -27,95 +92,31 @@ impl Domain for InNode<'_> {
         units: &[usize],
         b: &mut RoundBuilder,
     ) -> Option<(usize, Vec<usize>)> {
-        let node = job.owner;
+        let owner = job.owner;
         let mut layout = units.to_vec();
         if layout.len() < 2 {
             let pad = job.good.iter().copied().find(|&g| {
-                !layout.contains(&g) && self.topo.rank(node, g).is_some_and(|r| b.free(&[r]))
+                !layout.contains(&g) && A::rank(self.topo, owner, g).is_some_and(|r| b.free(&[r]))
             })?;
             layout.push(pad);
         }
-        let ranks = self.topo.ranks_at(node, &layout)?;
-        let subject = Subject::NodeGpus {
-            node,
-            gpus: layout.clone(),
-        };
-        b.add(ranks, subject, Role::Probe).map(|i| (i, layout))
+        let ranks = self.ranks(owner, &layout)?;
+        b.add(ranks, A::subject(owner, layout.clone()), Role::Probe)
+            .map(|i| (i, layout))
     }
 
     fn control(&self, job: &Job, layout: &[usize], b: &mut RoundBuilder) -> Option<usize> {
-        self.good_nodes
+        self.good
             .iter()
             .filter(|&&m| m != job.owner)
             .find_map(|&m| {
-                let ranks = self.topo.ranks_at(m, layout)?;
-                let subject = Subject::NodeGpus {
-                    node: m,
-                    gpus: layout.to_vec(),
-                };
-                b.add(ranks, subject, Role::Control)
+                let ranks = self.ranks(m, layout)?;
+                b.add(ranks, A::subject(m, layout.to_vec()), Role::Control)
             })
     }
 
     fn culprit(&self, job: &Job, units: &[usize]) -> Culprit {
-        Culprit::gpus(self.topo, job.owner, units)
-    }
-}
-
-/// Nodes along one rail: GPU `rail` of some nodes. A lone node is padded with a node known
-/// good on this rail; controls are the same nodes on a known-good rail, so a slow node (slow
-/// on every rail) is not taken for a slow rail.
-pub struct AlongRail<'a> {
-    /// The job.
-    pub topo: &'a Topology,
-    /// Rails found healthy (controls).
-    pub good_rails: &'a [usize],
-}
-
-impl Domain for AlongRail<'_> {
-    fn topo(&self) -> &Topology {
-        self.topo
-    }
-
-    fn probe(
-        &self,
-        job: &Job,
-        units: &[usize],
-        b: &mut RoundBuilder,
-    ) -> Option<(usize, Vec<usize>)> {
-        let rail = job.owner;
-        let mut layout = units.to_vec();
-        if layout.len() < 2 {
-            let pad = job.good.iter().copied().find(|&n| {
-                !layout.contains(&n) && self.topo.rank(n, rail).is_some_and(|r| b.free(&[r]))
-            })?;
-            layout.push(pad);
-        }
-        let ranks: Option<Vec<usize>> = layout.iter().map(|&n| self.topo.rank(n, rail)).collect();
-        let subject = Subject::RailNodes {
-            rail,
-            nodes: layout.clone(),
-        };
-        b.add(ranks?, subject, Role::Probe).map(|i| (i, layout))
-    }
-
-    fn control(&self, job: &Job, layout: &[usize], b: &mut RoundBuilder) -> Option<usize> {
-        self.good_rails
-            .iter()
-            .filter(|&&r| r != job.owner)
-            .find_map(|&rail| {
-                let ranks: Option<Vec<usize>> =
-                    layout.iter().map(|&n| self.topo.rank(n, rail)).collect();
-                let subject = Subject::RailNodes {
-                    rail,
-                    nodes: layout.to_vec(),
-                };
-                b.add(ranks?, subject, Role::Control)
-            })
-    }
-
-    fn culprit(&self, job: &Job, units: &[usize]) -> Culprit {
-        Culprit::rail_nodes(self.topo, job.owner, units)
+        A::culprit(self.topo, job.owner, units)
     }
 }
 

@@ -11,10 +11,9 @@
 
 mod followup;
 pub mod full;
-pub mod per_node;
-pub mod per_rail;
 pub mod quick;
 pub mod round_robin;
+pub mod whole;
 
 use serde::{Deserialize, Serialize};
 
@@ -115,8 +114,8 @@ impl Kind {
     /// A new schedule of this kind for `topo`; `seed` fixes the random matching of `quick`.
     pub fn build(self, topo: &Topology, seed: u64) -> Box<dyn Schedule> {
         match self {
-            Kind::Nodes => Box::new(per_node::PerNode::new(topo)),
-            Kind::Rails => Box::new(per_rail::PerRail::new(topo)),
+            Kind::Nodes => Box::new(whole::PerNode::new(topo)),
+            Kind::Rails => Box::new(whole::PerRail::new(topo)),
             Kind::Quick => Box::new(quick::Quick::new(topo, seed)),
             Kind::Full => Box::new(full::Full::new(topo)),
         }
