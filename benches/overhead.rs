@@ -1,20 +1,25 @@
 //! Harness overhead on one GPU (one rank), for every collective: a bare loop of exactly the
 //! NCCL calls nccl-tests makes per operation, followed by a stream wait, against nccl-perf's own
-//! timed loop (`Worker::timed_loop`), same process, same communicator, same buffers and buffer
-//! rotation, interleaved (bare, ours, bare again), out-of-place and in-place, small to large.
+//! timed loop (`Worker::timed_loop`, the code `Worker::measure` runs), same process, same
+//! communicator, same buffers and buffer rotation, interleaved (bare, ours, bare again),
+//! out-of-place and in-place, small to large. Both sides start as both programs do: one
+//! operation issued and waited for (nccl-tests' and our sync operation), then the clock.
 //!
 //! ```text
 //! cargo bench --bench overhead                         # all eleven collectives
 //! cargo bench --bench overhead -- sendrecv all_reduce  # some of them
 //! cargo bench --bench overhead -- --sizes 8,64K --quick
+//! cargo bench --bench overhead -- --iters 200            # longer loops: per-loop costs fade
 //! ```
 //!
 //! Per collective, size and half it prints the median time per operation of the bare loop and
 //! of ours, `delta_us` = median over repeats of ours − the mean of the two bare loops around it
 //! (paired, so slow drifts cancel), the same in percent, `noise_us` = median of the second bare
-//! loop − the first (what a delta smaller than it means), and `goal`: `ok`/`over` against
-//! ≤ 0.05 µs per operation up to 64 KiB and ≤ 0.1 % from 1 GiB (`-` in between). Without a GPU
-//! it prints why it skipped and exits 0.
+//! loop − the first (the same estimator on two identical loops: what position alone gives),
+//! `se_us` = the standard error of `delta_us` (from the deltas' median absolute deviation), and
+//! `goal` against ≤ 0.05 µs per operation up to 64 KiB and ≤ 0.1 % from 1 GiB (`-` in between):
+//! `ok` when the delta meets it, `noise` when it does not but lies within two standard errors of
+//! it, `over` otherwise. Without a GPU it prints why it skipped and exits 0.
 //!
 //! With one rank the rooted collectives use root 0, sendrecv, alltoall(v), gather and scatter
 //! send to themselves. The bare loops are written out here from the spec (§1.1, §1.6, §1.7),
@@ -24,7 +29,8 @@
 
 use nccl_perf::bootstrap::SingleProcess;
 use nccl_perf::collective::{Counts, all};
-use nccl_perf::gpu::{driver, nccl::Nccl};
+use nccl_perf::gpu::driver::{self, CUdeviceptr, CUstream};
+use nccl_perf::gpu::nccl::{Comm, Nccl};
 use nccl_perf::options::Options;
 use nccl_perf::runner::setup::{self, BufferSizes, Gpu};
 use nccl_perf::runner::{Engine, Shape, ThreadGroup, Worker};
@@ -42,13 +48,14 @@ const SIZES: [u64; 5] = [8, 1 << 10, 64 << 10, 8 << 20, 1 << 30];
 
 /// Operations per timed loop and loops per (size, half), by size: about 25 s for all eleven
 /// collectives on an H200 (the 1 GiB rows dominate).
-fn schedule(bytes: u64, quick: bool) -> (u64, usize) {
+fn schedule(bytes: u64, quick: bool, iters_override: Option<u64>) -> (u64, usize) {
     let (iters, repeats) = match bytes {
         0..=0x1_0000 => (20, 151),
         0x1_0001..=0x100_0000 => (20, 51),
         0x100_0001..=0x1000_0000 => (10, 21),
         _ => (10, 15),
     };
+    let iters = iters_override.unwrap_or(iters);
     if quick {
         (iters, (repeats / 5).max(3) | 1)
     } else {
@@ -80,12 +87,14 @@ struct Args {
     names: Vec<String>,
     sizes: Vec<u64>,
     quick: bool,
+    /// Operations per timed loop instead of the schedule's.
+    iters: Option<u64>,
 }
 
 fn usage() -> String {
     let names: Vec<&str> = all().iter().map(|c| c.name()).collect();
     format!(
-        "usage: overhead [COLLECTIVE ...] [--sizes 8,1K,64K,8M,1G] [--quick]\n  collectives: {}",
+        "usage: overhead [COLLECTIVE ...] [--sizes 8,1K,64K,8M,1G] [--quick] [--iters N]\n  collectives: {}",
         names.join(" ")
     )
 }
@@ -95,6 +104,7 @@ fn args() -> Result<Args, String> {
         names: Vec::new(),
         sizes: SIZES.to_vec(),
         quick: false,
+        iters: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(w) = it.next() {
@@ -102,6 +112,15 @@ fn args() -> Result<Args, String> {
             // cargo bench passes --bench to harness-less benchmarks.
             "--bench" => {}
             "--quick" => a.quick = true,
+            "--iters" => {
+                let n = it.next().ok_or("--iters needs a number")?;
+                a.iters = Some(
+                    n.parse::<u64>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or(format!("bad --iters '{n}'"))?,
+                );
+            }
             "--sizes" => {
                 let list = it.next().ok_or("--sizes needs a list")?;
                 a.sizes = list
@@ -123,106 +142,134 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// Times `iters` operations of `op` on nccl-tests' rotating pointers (`shift = span × (it mod
-/// steps)`, computed as nccl-tests does), then polls the stream until idle as nccl-tests' wait
-/// does. `op(send, recv)` makes one operation's calls. Seconds per operation.
+/// The raw handles of the one GPU the bare loops use (copied out of the worker's GPU, which
+/// owns them and outlives every loop).
+#[derive(Clone, Copy)]
+struct Bare {
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+    comm: Comm,
+    stream: CUstream,
+}
+
+impl Bare {
+    fn of(g: &Gpu) -> Bare {
+        Bare {
+            send: g.send().addr(),
+            recv: g.recv().addr(),
+            comm: g.comm().as_raw(),
+            stream: g.stream().as_raw(),
+        }
+    }
+
+    /// Polls the stream until idle, as nccl-tests' wait does.
+    fn wait(&self) {
+        // SAFETY: the stream is live while the worker owns its GPU.
+        while !unsafe { driver::stream_done(self.stream) }.expect("stream query") {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// As nccl-tests times a measurement: one operation at the first pointers, waited for (its
+/// sync operation), then the clock, `iters` operations on its rotating pointers (`shift = span
+/// × (it mod steps)`, computed as nccl-tests does) and the wait. `op(send, recv)` makes one
+/// operation's calls. Seconds per operation.
 #[inline(always)]
 fn bare_loop(
-    g: &Gpu,
+    t: &Bare,
     in_place: bool,
     iters: u64,
     span: u64,
     steps: u64,
     mut op: impl FnMut(*mut c_void, *mut c_void) -> c_int,
 ) -> f64 {
-    let (send, recv) = (g.send().addr(), g.recv().addr());
-    let send = if in_place { recv } else { send };
-    let t = Instant::now();
+    let (send, recv) = (if in_place { t.recv } else { t.send }, t.recv);
+    assert_eq!(
+        op(send as *mut c_void, recv as *mut c_void),
+        0,
+        "NCCL call failed"
+    );
+    t.wait();
+    let start = Instant::now();
     for i in 0..iters {
         let shift = span * (i % steps);
         let r = op((send + shift) as *mut c_void, (recv + shift) as *mut c_void);
         assert_eq!(r, 0, "NCCL call failed");
     }
-    while !g.stream().is_done().expect("stream query") {
-        std::thread::yield_now();
-    }
-    t.elapsed().as_secs_f64() / iters as f64
+    t.wait();
+    start.elapsed().as_secs_f64() / iters as f64
 }
 
 /// The bare loop of collective `name` on one rank (see the module comment).
-fn bare(nccl: &Nccl, g: &Gpu, name: &str, c: &Counts, s: &Shape, in_place: bool, n: u64) -> f64 {
-    let (comm, st) = (g.comm().as_raw(), g.stream().as_raw() as *mut c_void);
+fn bare(nccl: &Nccl, t: &Bare, name: &str, c: &Counts, s: &Shape, in_place: bool, n: u64) -> f64 {
+    let (comm, st) = (t.comm, t.stream as *mut c_void);
     let p = c.param;
     // SAFETY (every call): pointers inside the 2 × MAX-byte buffers, live comm and stream.
     unsafe {
         match name {
-            "all_reduce" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "all_reduce" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclAllReduce)(a, b, p, FLOAT, SUM, comm, st)
             }),
-            "all_gather" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "all_gather" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclAllGather)(a, b, p, FLOAT, comm, st)
             }),
-            "broadcast" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "broadcast" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclBroadcast)(a, b, p, FLOAT, 0, comm, st)
             }),
-            "reduce" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "reduce" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclReduce)(a, b, p, FLOAT, SUM, 0, comm, st)
             }),
-            "reduce_scatter" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "reduce_scatter" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclReduceScatter)(a, b, p, FLOAT, SUM, comm, st)
             }),
             "alltoall" => match nccl.ncclAlltoAll {
-                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, comm, st)
                 }),
-                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
             // One rank sends itself its whole total (16-byte rounded, i.e. p elements).
             "alltoallv" => {
                 let v = c.send;
-                bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, v, v, comm, st)
                 })
             }
-            "gather" | "scatter" if p == 0 => bare_loop(g, in_place, n, s.span, s.steps, |_, _| 0),
+            "gather" | "scatter" if p == 0 => bare_loop(t, in_place, n, s.span, s.steps, |_, _| 0),
             "gather" => match nccl.ncclGather {
-                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, 0, comm, st)
                 }),
-                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
             "scatter" => match nccl.ncclScatter {
-                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, 0, comm, st)
                 }),
-                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
-            "sendrecv" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
+            "sendrecv" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
                 send_recv_self(nccl, a, b, p, p, comm, st)
             }),
             // One rank: copy the own block into place (nothing in place), then no rounds.
             "hypercube" if in_place || p == 0 => {
-                bare_loop(g, in_place, n, s.span, s.steps, |_, _| 0)
+                bare_loop(t, in_place, n, s.span, s.steps, |_, _| 0)
             }
             "hypercube" => {
                 bare_loop(
-                    g,
+                    t,
                     in_place,
                     n,
                     s.span,
                     s.steps,
-                    |a, b| match driver::copy_async(
-                        b as u64,
-                        a as u64,
-                        p * TS,
-                        st as driver::CUstream,
-                    ) {
+                    |a, b| match driver::copy_async(b as u64, a as u64, p * TS, st as CUstream) {
                         Ok(()) => 0,
                         Err(_) => 1,
                     },
@@ -242,7 +289,7 @@ unsafe fn send_recv_self(
     b: *mut c_void,
     sc: usize,
     rc: usize,
-    comm: nccl_perf::gpu::nccl::Comm,
+    comm: Comm,
     st: *mut c_void,
 ) -> c_int {
     // SAFETY: the caller's buffers, comm and stream.
@@ -258,17 +305,29 @@ unsafe fn send_recv_self(
     }
 }
 
-fn goal(bytes: u64, delta_us: f64, bare_us: f64) -> &'static str {
-    if bytes <= 64 << 10 {
-        if delta_us <= 0.05 { "ok" } else { "over" }
+/// The standard error of the median of `v`: 1.2533 σ / √n, σ estimated as 1.4826 × the
+/// median absolute deviation.
+fn se_of_median(v: &[f64]) -> f64 {
+    let mut w = v.to_vec();
+    let m = median(&mut w);
+    let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+    1.2533 * 1.4826 * median(&mut dev) / (v.len() as f64).sqrt()
+}
+
+fn goal(bytes: u64, delta_us: f64, se_us: f64, bare_us: f64) -> &'static str {
+    let limit = if bytes <= 64 << 10 {
+        0.05
     } else if bytes >= 1 << 30 {
-        if delta_us <= 0.001 * bare_us {
-            "ok"
-        } else {
-            "over"
-        }
+        0.001 * bare_us
     } else {
-        "-"
+        return "-";
+    };
+    if delta_us <= limit {
+        "ok"
+    } else if delta_us - 2.0 * se_us <= limit {
+        "noise"
+    } else {
+        "over"
     }
 }
 
@@ -321,10 +380,11 @@ fn main() {
     );
     println!(
         "# delta_us: ours - mean of the bare loops around it, median over repeats; noise_us: \
-         bare - bare; goal: <= 0.05 us up to 64 KiB, <= 0.1 % from 1 GiB"
+         bare - bare; se_us: standard error of delta; goal: <= 0.05 us up to 64 KiB, <= 0.1 % \
+         from 1 GiB (noise: over it by less than 2 se)"
     );
     println!(
-        "# {:<15} {:>11}  half  iters  reps     bare_us     ours_us   delta_us  delta_%   noise_us  goal",
+        "# {:<15} {:>11}  half  iters  reps     bare_us     ours_us   delta_us  delta_%   noise_us   se_us  goal",
         "collective", "bytes"
     );
     for coll in all() {
@@ -346,10 +406,10 @@ fn main() {
         for &bytes in &args.sizes {
             let shape = Shape::new(&engine, DataType::Float, RedOp::Sum, 0, bytes);
             let c = coll.counts(bytes as usize / TS, 1, TS);
-            let (iters, repeats) = schedule(bytes, args.quick);
+            let (iters, repeats) = schedule(bytes, args.quick, args.iters);
             for in_place in [false, true] {
-                let g = &worker.gpus[0];
-                let ours = || {
+                let t = Bare::of(&worker.gpus[0]);
+                let mut ours = || {
                     worker
                         .timed_loop(&shape, in_place, iters, 1)
                         .expect("timed loop")
@@ -357,7 +417,7 @@ fn main() {
                 };
                 // Warm both paths (first use of a peer or size inside NCCL).
                 for _ in 0..2 {
-                    bare(nccl, g, name, &c, &shape, in_place, iters);
+                    bare(nccl, &t, name, &c, &shape, in_place, iters);
                     ours();
                 }
                 let (mut b, mut h, mut d, mut noise) = (
@@ -367,14 +427,15 @@ fn main() {
                     Vec::with_capacity(repeats),
                 );
                 for _ in 0..repeats {
-                    let b1 = bare(nccl, g, name, &c, &shape, in_place, iters);
+                    let b1 = bare(nccl, &t, name, &c, &shape, in_place, iters);
                     let o = ours();
-                    let b2 = bare(nccl, g, name, &c, &shape, in_place, iters);
+                    let b2 = bare(nccl, &t, name, &c, &shape, in_place, iters);
                     b.push((b1 + b2) / 2.0 * 1e6);
                     h.push(o * 1e6);
                     d.push((o - (b1 + b2) / 2.0) * 1e6);
                     noise.push((b2 - b1) * 1e6);
                 }
+                let se = se_of_median(&d);
                 let (b, h, d, noise) = (
                     median(&mut b),
                     median(&mut h),
@@ -382,10 +443,10 @@ fn main() {
                     median(&mut noise),
                 );
                 println!(
-                    "  {name:<15} {bytes:>11}  {}  {iters:>5}  {repeats:>4}  {b:>10.3}  {h:>10.3}  {d:>9.3}  {:>7.3}  {noise:>9.3}  {}",
+                    "  {name:<15} {bytes:>11}  {}  {iters:>5}  {repeats:>4}  {b:>10.3}  {h:>10.3}  {d:>9.3}  {:>7.3}  {noise:>9.3}  {se:>6.3}  {}",
                     if in_place { "ip " } else { "oop" },
                     if b > 0.0 { d / b * 100.0 } else { 0.0 },
-                    goal(bytes, d, b)
+                    goal(bytes, d, se, b)
                 );
             }
         }

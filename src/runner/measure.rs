@@ -187,23 +187,8 @@ impl<'a> Worker<'a> {
         if o.check > 0 {
             self.prepare(s, in_place, 99, true)?;
         }
-        #[cfg(feature = "test-hooks")]
-        let stall_ms = self.stall_ms.take();
-        let op = self.bind(s, in_place)?;
-        op.issue_first()?;
-        self.wait()?;
-        self.e.group.barrier()?;
-        #[cfg(feature = "test-hooks")]
-        if let Some(ms) = stall_ms {
-            stall::inject(&self.gpus, ms)?;
-        }
-
         let (n, m) = (o.iters as u64, o.agg_iters as u64);
-        let (cpu, local) = match o.graph.launches() {
-            Some(launches) => self.graph_loop(&op, n, m, launches)?,
-            None => self.timed(&op, n, m)?,
-        };
-        drop(op);
+        let (cpu, local) = self.timed_loop(s, in_place, n, m)?;
         let per_iter = if self.events.active() {
             // With -z 1/2 and m = 1 the last event may still be pending.
             self.wait()?;
@@ -249,12 +234,27 @@ impl<'a> Worker<'a> {
         Ok(Some(per_iter::summarize(times, skip, per_process)))
     }
 
-    /// The timed loop: `n` iterations of `m` operations (grouped when `m > 1`), with the `-z`
-    /// blocking rules. Returns (host enqueue time, completion time) per operation in seconds,
-    /// this thread only. The operation is bound before the clock starts.
-    pub fn timed_loop(&self, s: &Shape, in_place: bool, n: u64, m: u64) -> Result<(f64, f64)> {
+    /// One measurement's operations as [`Worker::measure`] makes them, without validation:
+    /// the operation is bound, issued once (the sync operation, which also warms NCCL's path
+    /// for it) and waited for, the threads and processes meet, and then the timed loop of `n`
+    /// iterations of `m` operations (grouped when `m > 1`) runs with the `-z` blocking rules,
+    /// or the CUDA graph of `-G`. Returns (host enqueue time, completion time) per operation in
+    /// seconds, this thread only. Public for the overhead bench, which must time exactly this.
+    pub fn timed_loop(&mut self, s: &Shape, in_place: bool, n: u64, m: u64) -> Result<(f64, f64)> {
+        #[cfg(feature = "test-hooks")]
+        let stall_ms = self.stall_ms.take();
         let op = self.bind(s, in_place)?;
-        self.timed(&op, n, m)
+        op.issue_first()?;
+        self.wait()?;
+        self.e.group.barrier()?;
+        #[cfg(feature = "test-hooks")]
+        if let Some(ms) = stall_ms {
+            stall::inject(&self.gpus, ms)?;
+        }
+        match self.e.opts.graph.launches() {
+            Some(launches) => self.graph_loop(&op, n, m, launches),
+            None => self.timed(&op, n, m),
+        }
     }
 
     /// [`Worker::timed_loop`] of a bound operation.
