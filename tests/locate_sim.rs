@@ -196,7 +196,8 @@ fn innocents(named: &[Culprit], case: Case, n: usize) -> usize {
             | Fault::HangingNode { node }
             | Fault::FailingGpu { node, .. } => vec![node],
             Fault::SlowLink { a, b, .. } | Fault::HangingLink { a, b } => vec![a, b],
-            Fault::SlowRail { .. } => vec![],
+            // A one-round blip is noise, not a fault: naming its node is a false positive.
+            Fault::SlowRail { .. } | Fault::Blip { .. } => vec![],
         })
         .collect();
     let rails: BTreeSet<usize> = fs

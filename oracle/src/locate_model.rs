@@ -60,6 +60,16 @@ pub enum Fault {
         /// Fraction of normal.
         factor: f64,
     },
+    /// A node slow in one round only (a transient: another job's burst on its network), which
+    /// locate must not name.
+    Blip {
+        /// Node index.
+        node: usize,
+        /// The round (1-based, as [`Round::index`]).
+        round: usize,
+        /// Its busbw in that round as a fraction of normal.
+        factor: f64,
+    },
     /// Groups with both nodes hang.
     HangingLink {
         /// A node.
@@ -85,7 +95,9 @@ impl Fault {
     /// What locate should name for this fault.
     pub fn culprit(&self, topo: &Topology) -> Culprit {
         match *self {
-            Fault::SlowNode { node, .. } | Fault::HangingNode { node } => Culprit::Node { node },
+            Fault::SlowNode { node, .. }
+            | Fault::Blip { node, .. }
+            | Fault::HangingNode { node } => Culprit::Node { node },
             Fault::SlowGpu { node, gpu, .. }
             | Fault::SlowNic { node, gpu, .. }
             | Fault::FailingGpu { node, gpu } => Culprit::gpus(topo, node, &[gpu]),
@@ -135,6 +147,8 @@ pub struct ModelCluster {
     pub timing: Timing,
     faults: Vec<Fault>,
     rng: Rng,
+    /// The round being run (for [`Fault::Blip`]).
+    round: usize,
 }
 
 impl ModelCluster {
@@ -148,6 +162,7 @@ impl ModelCluster {
             timing: Timing::default(),
             faults: Vec::new(),
             rng: Rng::new(seed ^ 0x6c6f_6361_7465),
+            round: 0,
         }
     }
 
@@ -167,7 +182,7 @@ impl ModelCluster {
         &self.faults
     }
 
-    /// The noise-free outcome of a group of `ranks`.
+    /// The noise-free outcome of a group of `ranks` in the round being run.
     pub fn ideal(&self, ranks: &[usize]) -> GroupOutcome {
         let topo = &self.topo;
         let nodes = topo.nodes_of(ranks);
@@ -185,6 +200,16 @@ impl ModelCluster {
         for f in &self.faults {
             match *f {
                 Fault::SlowNode { node, factor } => {
+                    if let Some(i) = nodes.iter().position(|&n| n == node) {
+                        intra[i] = intra[i].min(factor);
+                        inter = inter.min(factor);
+                    }
+                }
+                Fault::Blip {
+                    node,
+                    round,
+                    factor,
+                } if round == self.round => {
                     if let Some(i) = nodes.iter().position(|&n| n == node) {
                         intra[i] = intra[i].min(factor);
                         inter = inter.min(factor);
@@ -256,6 +281,7 @@ impl ModelCluster {
 
 impl RoundRunner for ModelCluster {
     fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop> {
+        self.round = round.index;
         let ops = f64::from(self.timing.warmup + self.timing.iters);
         let mut longest = 0.0f64;
         let outcomes = round

@@ -6,8 +6,9 @@
 //! later probes. It stops when one unit is left, when both halves are slow (the fault is
 //! common to the set: a whole node, a whole rail), or when it cannot build a probe. When
 //! neither half is slow, the whole set is re-tested: slow again names the set ("slow only as a
-//! whole"), healthy clears it as a transient. What a unit is and how probes and controls
-//! are built is the [`Domain`]'s business.
+//! whole"), healthy clears it as a transient. A suspect of one unit (a node with one GPU) that
+//! was slow is re-tested the same way before it is named: no single reading names anything.
+//! What a unit is and how probes and controls are built is the [`Domain`]'s business.
 
 use super::history::RoundRecord;
 use super::judge::{Judgement, State};
@@ -79,7 +80,9 @@ pub struct Job {
 
 impl Job {
     /// A job for `set` of `owner`, suspected in round `round` with `state` and `ratio`;
-    /// `origin` says why. A set of one unit is named at once.
+    /// `origin` says why. A set of one unit that was slow is measured once more before it is
+    /// named (one reading below the cut is within the noise of a busy network now and then);
+    /// one that hung or failed is named at once (a second try would only wait for it again).
     pub fn new(
         owner: usize,
         set: Vec<usize>,
@@ -87,10 +90,11 @@ impl Job {
         why: String,
         round: usize,
     ) -> Job {
-        let step = if set.len() <= 1 {
-            Step::Named
-        } else {
-            Step::Split
+        let step = match set.len() {
+            0 => Step::Named,
+            1 if origin.state == State::Slow => Step::Retest,
+            1 => Step::Named,
+            _ => Step::Split,
         };
         Job {
             owner,
@@ -255,12 +259,12 @@ impl Bisector {
                 }
                 Step::Whole(g) => {
                     job.rounds.push(record.round.index);
-                    job.evidence
-                        .push(format!("again as a whole: {}", describe(g)));
+                    let whole = if job.set.len() > 1 { " as a whole" } else { "" };
+                    job.evidence.push(format!("again{whole}: {}", describe(g)));
                     if state(g).is_bad() {
                         job.state = job.state.worst(state(g));
                         job.ratio = record.judgement(g).and_then(|j| j.ratio).or(job.ratio);
-                        job.evidence.push("slow again as a whole".into());
+                        job.evidence.push(format!("slow again{whole}"));
                         job.name();
                     } else {
                         job.step = Step::Cleared;
