@@ -40,4 +40,4 @@ for c in $COLLS; do
 done
 python3 "$(dirname "$0")/alt-pairs.py" "$O/alt" > "$O/alt-summary.txt" 2>&1
 cat "$O/alt-summary.txt"
-[ -f "$O/bench.txt" ] && cat "$O/bench.txt"
+if [ -f "$O/bench.txt" ]; then cat "$O/bench.txt"; fi

@@ -21,8 +21,12 @@
 #                        nccl-perf plot of a --locate-json record
 #   wall                 wall time of a locate run against a plain run of the same sizes
 # Dry run here (no GPU): LOCATE_DRY=1 ci/gpu-locate.sh DIST OUT prints the commands only.
+# LOCATE_CASES="slow-8 healthy-8" runs only the cases named (default: all); LOCATE_L8=slurm
+# runs the 8-rank cases through the environment bootstrap with the non-MPI build instead.
+# Case names: slow-4 healthy-4 slow-8 healthy-8 hang-stopped hang-transient split-groups views
+# plot wall.
 set -u
-[ $# -eq 2 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 D=$(cd "$1" && pwd) || exit 2
 O=$2
 mkdir -p "$O" || exit 2
@@ -33,6 +37,9 @@ S=$O/summary.txt
 : > "$S"
 DRY=${LOCATE_DRY:-}
 note() { echo "$*" | tee -a "$S"; }
+CASES=" ${LOCATE_CASES:-all} "
+# want CASE: whether CASE is to run.
+want() { [ "$CASES" = " all " ] || [[ $CASES == *" $1 "* ]]; }
 
 # What every locate run measures: one row for the table, then groups of 16 MiB all_reduce. The
 # times go through host sockets (tens of ms per operation); the slowdown halves busbw, so a 30 %
@@ -150,12 +157,15 @@ series() {
 }
 
 VENV=()
-series slow-4 slurm 4 "$D/all_reduce_perf" yes
-series healthy-4 slurm 4 "$D/all_reduce_perf" no
+want slow-4 && series slow-4 slurm 4 "$D/all_reduce_perf" yes
+want healthy-4 && series healthy-4 slurm 4 "$D/all_reduce_perf" no
 # With 8 ranks the slowdown is weaker (0.57-0.80x of the median pair, healthy pairs 0.90x and
 # up; run of 2026-12-03): a 15 % minimum drop, and the other ranks kept off the busy core.
-series slow-8 mpirun 8 "$D/mpi/all_reduce_perf" yes 0.15 "$(seq 0 $(($(nproc) - 1)) | grep -vx "$CORE" | paste -sd,)"
-series healthy-8 mpirun 8 "$D/mpi/all_reduce_perf" no 0.15
+L8=${LOCATE_L8:-mpirun}
+B8=$D/mpi/all_reduce_perf
+[ "$L8" = mpirun ] || B8=$D/all_reduce_perf
+want slow-8 && series slow-8 "$L8" 8 "$B8" yes 0.15 "$(seq 0 $(($(nproc) - 1)) | grep -vx "$CORE" | paste -sd,)"
+want healthy-8 && series healthy-8 "$L8" 8 "$B8" no 0.15
 
 # wait_for FILE PATTERN SECONDS: until a line of FILE matches.
 wait_for() {
@@ -199,7 +209,7 @@ hang_stopped() {
     note "FAIL $name: rank 0 exit $(cat "$dir/rank0.rc" 2> /dev/null); suspects: $(echo "$s" | tr '\n' ';')"
   fi
 }
-hang_stopped
+want hang-stopped && hang_stopped
 
 # A process stopped past the deadline of its round, then continued (MPI: no heartbeats): its
 # group is hung in that round, the others are not, and the run goes on to a verdict.
@@ -232,7 +242,7 @@ hang_transient() {
     note "FAIL $name: exit $(rc "$name"); hung lines: $(echo "$hung" | tr '\n' ';')"
   fi
 }
-hang_transient
+want hang-transient && hang_transient
 
 # Split groups: 4 ranks in groups {0,1} {2,3}; rank 3 slowed. Each group's own line; the
 # slowed group lowest; the JSON key.
@@ -253,7 +263,7 @@ split_groups() {
     note "FAIL $name: exit $(rc "$name"); $(grep '^# Split group' "$W/$name.out" | tr '\n' ';')"
   fi
 }
-split_groups
+want split-groups && split_groups
 
 # Per-iteration views of an -I 1 JSON (rank 2 slowed), and the plot of a locate record.
 views() {
@@ -276,7 +286,7 @@ views() {
   done
   if [ $ok = yes ]; then note "PASS views: $text"; else note "FAIL views: $text"; fi
 }
-views
+want views && views
 
 plot() {
   local name=plot
@@ -292,7 +302,7 @@ plot() {
     note "FAIL plot: $(tr '\n' ' ' < "$W/plot.txt" | head -c 300)"
   fi
 }
-plot
+want plot && plot
 
 # Wall time: the same sizes with and without --locate (4 ranks, nobody slowed).
 wall() {
@@ -313,7 +323,7 @@ wall() {
     note "FAIL wall: exit plain $(rc wall-plain), locate $(rc wall-locate)"
   fi
 }
-wall
+want wall && wall
 
 tar czf "$O/locate-logs.tgz" -C "$W" . 2> /dev/null
 rm -rf "$W"
