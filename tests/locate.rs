@@ -37,6 +37,25 @@ fn config(kind: Kind) -> Config {
     }
 }
 
+/// A locate run on `model` and the culprits its verdicts name.
+fn named(model: &mut ModelCluster, topo: &Topology, config: &Config) -> (Report, Vec<Culprit>) {
+    let (report, _) = locate(model, topo, config);
+    let named = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+    (report, named)
+}
+
+/// The quick schedule with `seed` and a minimum drop of `min_drop`, as the GPU check runs it.
+fn quick(seed: u64, min_drop: f64) -> Config {
+    Config {
+        seed,
+        thresholds: Thresholds {
+            min_drop,
+            ..Thresholds::default()
+        },
+        ..config(Kind::Quick)
+    }
+}
+
 /// Eight nodes whose host names hold the words scrapers look for.
 fn hostile_topology() -> Topology {
     let ranks: Vec<(String, i32, String)> = (0..8)
@@ -656,15 +675,7 @@ fn nccl_perf_plot_draws_a_locate_record() {
 #[test]
 fn a_one_round_blip_beside_a_slow_node_is_not_named() {
     let topo = Topology::uniform(8, 1);
-    let config = |seed| Config {
-        schedule: Kind::Quick,
-        seed,
-        thresholds: Thresholds {
-            min_drop: 0.15,
-            ..Thresholds::default()
-        },
-        ..Config::default()
-    };
+    let config = |seed| quick(seed, 0.15);
     for seed in 1..=5u64 {
         for slow in [1, 2, 4, 5] {
             let fault = Fault::SlowNode {
@@ -692,8 +703,7 @@ fn a_one_round_blip_beside_a_slow_node_is_not_named() {
                     factor: 0.75,
                 });
             model.noise = 0.03;
-            let (report, _) = locate(&mut model, &topo, &config(seed));
-            let named: Vec<_> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+            let (report, named) = named(&mut model, &topo, &config(seed));
             assert_eq!(
                 named,
                 [Culprit::Node { node: slow }],
@@ -717,15 +727,7 @@ fn a_one_round_blip_beside_a_slow_node_is_not_named() {
 /// quick (full below 8 nodes) with a 30 % minimum drop against the socket transport's noise.
 #[test]
 fn one_gpu_per_node_as_the_gpu_check_runs_it() {
-    let config = |seed| Config {
-        schedule: Kind::Quick,
-        seed,
-        thresholds: Thresholds {
-            min_drop: 0.3,
-            ..Thresholds::default()
-        },
-        ..Config::default()
-    };
+    let config = |seed| quick(seed, 0.3);
     for nodes in [4, 8] {
         let topo = Topology::uniform(nodes, 1);
         for seed in 1..=5u64 {
@@ -735,8 +737,7 @@ fn one_gpu_per_node_as_the_gpu_check_runs_it() {
                     factor: 0.5,
                 });
                 model.noise = 0.05;
-                let (report, _) = locate(&mut model, &topo, &config(seed));
-                let named: Vec<_> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+                let (_, named) = named(&mut model, &topo, &config(seed));
                 assert_eq!(
                     named,
                     [Culprit::Node { node: slow }],
