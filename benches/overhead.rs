@@ -29,7 +29,7 @@
 
 use nccl_perf::bootstrap::SingleProcess;
 use nccl_perf::collective::{Counts, all};
-use nccl_perf::gpu::driver::{self, CUdeviceptr, CUstream};
+use nccl_perf::gpu::driver::{self, CUstream};
 use nccl_perf::gpu::nccl::{Comm, Nccl};
 use nccl_perf::options::Options;
 use nccl_perf::runner::setup::{self, BufferSizes, Gpu};
@@ -142,32 +142,10 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The raw handles of the one GPU the bare loops use (copied out of the worker's GPU, which
-/// owns them and outlives every loop).
-#[derive(Clone, Copy)]
-struct Bare {
-    send: CUdeviceptr,
-    recv: CUdeviceptr,
-    comm: Comm,
-    stream: CUstream,
-}
-
-impl Bare {
-    fn of(g: &Gpu) -> Bare {
-        Bare {
-            send: g.send().addr(),
-            recv: g.recv().addr(),
-            comm: g.comm().as_raw(),
-            stream: g.stream().as_raw(),
-        }
-    }
-
-    /// Polls the stream until idle, as nccl-tests' wait does.
-    fn wait(&self) {
-        // SAFETY: the stream is live while the worker owns its GPU.
-        while !unsafe { driver::stream_done(self.stream) }.expect("stream query") {
-            std::thread::yield_now();
-        }
+/// Polls `g`'s stream until idle, as nccl-tests' wait does.
+fn wait(g: &Gpu) {
+    while !g.stream().is_done().expect("stream query") {
+        std::thread::yield_now();
     }
 }
 
@@ -177,94 +155,95 @@ impl Bare {
 /// operation's calls. Seconds per operation.
 #[inline(always)]
 fn bare_loop(
-    t: &Bare,
+    g: &Gpu,
     in_place: bool,
     iters: u64,
     span: u64,
     steps: u64,
     mut op: impl FnMut(*mut c_void, *mut c_void) -> c_int,
 ) -> f64 {
-    let (send, recv) = (if in_place { t.recv } else { t.send }, t.recv);
+    let (send, recv) = (g.send().addr(), g.recv().addr());
+    let send = if in_place { recv } else { send };
     assert_eq!(
         op(send as *mut c_void, recv as *mut c_void),
         0,
         "NCCL call failed"
     );
-    t.wait();
+    wait(g);
     let start = Instant::now();
     for i in 0..iters {
         let shift = span * (i % steps);
         let r = op((send + shift) as *mut c_void, (recv + shift) as *mut c_void);
         assert_eq!(r, 0, "NCCL call failed");
     }
-    t.wait();
+    wait(g);
     start.elapsed().as_secs_f64() / iters as f64
 }
 
 /// The bare loop of collective `name` on one rank (see the module comment).
-fn bare(nccl: &Nccl, t: &Bare, name: &str, c: &Counts, s: &Shape, in_place: bool, n: u64) -> f64 {
-    let (comm, st) = (t.comm, t.stream as *mut c_void);
+fn bare(nccl: &Nccl, g: &Gpu, name: &str, c: &Counts, s: &Shape, in_place: bool, n: u64) -> f64 {
+    let (comm, st) = (g.comm().as_raw(), g.stream().as_raw() as *mut c_void);
     let p = c.param;
     // SAFETY (every call): pointers inside the 2 × MAX-byte buffers, live comm and stream.
     unsafe {
         match name {
-            "all_reduce" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "all_reduce" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclAllReduce)(a, b, p, FLOAT, SUM, comm, st)
             }),
-            "all_gather" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "all_gather" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclAllGather)(a, b, p, FLOAT, comm, st)
             }),
-            "broadcast" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "broadcast" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclBroadcast)(a, b, p, FLOAT, 0, comm, st)
             }),
-            "reduce" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "reduce" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclReduce)(a, b, p, FLOAT, SUM, 0, comm, st)
             }),
-            "reduce_scatter" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "reduce_scatter" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 (nccl.ncclReduceScatter)(a, b, p, FLOAT, SUM, comm, st)
             }),
             "alltoall" => match nccl.ncclAlltoAll {
-                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, comm, st)
                 }),
-                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
             // One rank sends itself its whole total (16-byte rounded, i.e. p elements).
             "alltoallv" => {
                 let v = c.send;
-                bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, v, v, comm, st)
                 })
             }
-            "gather" | "scatter" if p == 0 => bare_loop(t, in_place, n, s.span, s.steps, |_, _| 0),
+            "gather" | "scatter" if p == 0 => bare_loop(g, in_place, n, s.span, s.steps, |_, _| 0),
             "gather" => match nccl.ncclGather {
-                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, 0, comm, st)
                 }),
-                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
             "scatter" => match nccl.ncclScatter {
-                Some(f) => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                Some(f) => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     f(a, b, p, FLOAT, 0, comm, st)
                 }),
-                None => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+                None => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                     send_recv_self(nccl, a, b, p, p, comm, st)
                 }),
             },
-            "sendrecv" => bare_loop(t, in_place, n, s.span, s.steps, |a, b| {
+            "sendrecv" => bare_loop(g, in_place, n, s.span, s.steps, |a, b| {
                 send_recv_self(nccl, a, b, p, p, comm, st)
             }),
             // One rank: copy the own block into place (nothing in place), then no rounds.
             "hypercube" if in_place || p == 0 => {
-                bare_loop(t, in_place, n, s.span, s.steps, |_, _| 0)
+                bare_loop(g, in_place, n, s.span, s.steps, |_, _| 0)
             }
             "hypercube" => {
                 bare_loop(
-                    t,
+                    g,
                     in_place,
                     n,
                     s.span,
@@ -303,6 +282,11 @@ unsafe fn send_recv_self(
         }
         r | (nccl.ncclGroupEnd)()
     }
+}
+
+/// Our side: `Worker::timed_loop`, seconds per operation to completion.
+fn ours(w: &mut Worker, s: &Shape, in_place: bool, iters: u64) -> f64 {
+    w.timed_loop(s, in_place, iters, 1).expect("timed loop").1
 }
 
 /// The standard error of the median of `v`: 1.2533 σ / √n, σ estimated as 1.4826 × the
@@ -408,17 +392,10 @@ fn main() {
             let c = coll.counts(bytes as usize / TS, 1, TS);
             let (iters, repeats) = schedule(bytes, args.quick, args.iters);
             for in_place in [false, true] {
-                let t = Bare::of(&worker.gpus[0]);
-                let mut ours = || {
-                    worker
-                        .timed_loop(&shape, in_place, iters, 1)
-                        .expect("timed loop")
-                        .1
-                };
                 // Warm both paths (first use of a peer or size inside NCCL).
                 for _ in 0..2 {
-                    bare(nccl, &t, name, &c, &shape, in_place, iters);
-                    ours();
+                    bare(nccl, &worker.gpus[0], name, &c, &shape, in_place, iters);
+                    ours(&mut worker, &shape, in_place, iters);
                 }
                 let (mut b, mut h, mut d, mut noise) = (
                     Vec::with_capacity(repeats),
@@ -427,9 +404,9 @@ fn main() {
                     Vec::with_capacity(repeats),
                 );
                 for _ in 0..repeats {
-                    let b1 = bare(nccl, &t, name, &c, &shape, in_place, iters);
-                    let o = ours();
-                    let b2 = bare(nccl, &t, name, &c, &shape, in_place, iters);
+                    let b1 = bare(nccl, &worker.gpus[0], name, &c, &shape, in_place, iters);
+                    let o = ours(&mut worker, &shape, in_place, iters);
+                    let b2 = bare(nccl, &worker.gpus[0], name, &c, &shape, in_place, iters);
                     b.push((b1 + b2) / 2.0 * 1e6);
                     h.push(o * 1e6);
                     d.push((o - (b1 + b2) / 2.0) * 1e6);
