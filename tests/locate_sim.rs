@@ -126,7 +126,10 @@ fn expect(kind: Kind, case: Case, n: usize) -> Expect {
     let topo = Topology::uniform(n, G);
     let (x, y) = places(n);
     let culprits = || -> Vec<Culprit> {
-        let mut v: Vec<Culprit> = faults(case, n).iter().map(|f| f.culprit(&topo)).collect();
+        let mut v: Vec<Culprit> = faults(case, n)
+            .iter()
+            .filter_map(|f| f.culprit(&topo))
+            .collect();
         v.sort();
         v
     };

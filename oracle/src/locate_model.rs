@@ -92,18 +92,17 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// What locate should name for this fault.
-    pub fn culprit(&self, topo: &Topology) -> Culprit {
-        match *self {
-            Fault::SlowNode { node, .. }
-            | Fault::Blip { node, .. }
-            | Fault::HangingNode { node } => Culprit::Node { node },
+    /// What locate should name for this fault: nothing for a one-round [`Fault::Blip`].
+    pub fn culprit(&self, topo: &Topology) -> Option<Culprit> {
+        Some(match *self {
+            Fault::Blip { .. } => return None,
+            Fault::SlowNode { node, .. } | Fault::HangingNode { node } => Culprit::Node { node },
             Fault::SlowGpu { node, gpu, .. }
             | Fault::SlowNic { node, gpu, .. }
             | Fault::FailingGpu { node, gpu } => Culprit::gpus(topo, node, &[gpu]),
             Fault::SlowLink { a, b, .. } | Fault::HangingLink { a, b } => Culprit::link(a, b),
             Fault::SlowRail { rail, .. } => Culprit::Rail { rail },
-        }
+        })
     }
 }
 
