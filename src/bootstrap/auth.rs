@@ -3,8 +3,11 @@
 //! run id, OpenMPI job id) and, when the user sets one, a secret (`NCCL_PERF_RENDEZVOUS_KEY` or
 //! the file named by `NCCL_PERF_RENDEZVOUS_KEY_FILE`). Rank 0 sends each connection a random
 //! nonce; the hello carries HMAC-SHA256(key, nonce ‖ hello), so the secret never travels and a
-//! recorded hello cannot be replayed. Rank 0's welcome is signed the same way over the
-//! process' own nonce, so a process that squats the port cannot pose as rank 0.
+//! recorded hello cannot be replayed. Rank 0's welcome (and an abort before it) is signed the
+//! same way over the process' own nonce, so a process that squats the port cannot pose as rank
+//! 0. Both nonces and the job key give each connection its session key, which authenticates
+//! every later frame (`tcp/seal.rs`). Only a secret keeps strangers out: a job identity alone
+//! can be read or guessed, so without a secret rank 0 says the rendezvous is open.
 
 use crate::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
 use hmac::{Hmac, Mac};
@@ -92,37 +95,86 @@ pub enum SecretError {
     },
 }
 
+/// Argon2id costs that stretch a user's secret into the job key (OWASP's first choice: 19 MiB,
+/// two passes, one lane): one captured hello lets an eavesdropper test guesses offline, and each
+/// guess then costs this much memory and time. Every process pays it once at start-up.
+const STRETCH_MEMORY_KIB: u32 = 19 * 1024;
+const STRETCH_PASSES: u32 = 2;
+
+/// Secrets shorter than this (in bytes) draw a warning: guessable from one captured hello.
+pub const SHORT_SECRET: usize = 16;
+
+impl Secret {
+    /// Whether the secret is set but shorter than [`SHORT_SECRET`] bytes.
+    pub fn is_short(&self) -> bool {
+        self.is_set() && self.0.len() < SHORT_SECRET
+    }
+}
+
 /// The key every process of one launch derives alike.
 #[derive(Clone)]
 pub struct JobKey([u8; LEN]);
 
 impl JobKey {
-    /// From the launcher's job identity and the user's secret (either may be empty).
+    /// From the launcher's job identity and the user's secret (either may be empty). The
+    /// secret is stretched with PBKDF2 (salted with the job identity); without one the key is
+    /// public to anyone who knows the job identity.
     pub fn derive(job: &str, secret: &Secret) -> JobKey {
-        let mut m = mac_with(&secret.0);
-        m.update(b"nccl-perf rendezvous key v2\0");
+        let mut stretched = [0u8; LEN];
+        if secret.is_set() {
+            // The salt: a constant of ours and the job identity (every process knows both; it
+            // must be at least 8 bytes).
+            let salt = [
+                b"nccl-perf rendezvous secret v3\0".as_slice(),
+                job.as_bytes(),
+            ]
+            .concat();
+            stretch(&secret.0, &salt, &mut stretched);
+        }
+        let mut m = mac_with(&stretched);
+        m.update(b"nccl-perf rendezvous key v3\0");
         m.update(job.as_bytes());
         JobKey(m.finalize().into_bytes().into())
     }
 
+    /// The key of one connection: from the job key and both sides' nonces (rank 0's challenge,
+    /// the process' own), so no frame of one connection is valid on another.
+    pub fn session(&self, challenge: &[u8], nonce: &[u8]) -> JobKey {
+        JobKey(self.sign(&[b"session", challenge, nonce]))
+    }
+
     /// HMAC of `parts`, one after another, each prefixed by its length (no ambiguity).
     pub fn sign(&self, parts: &[&[u8]]) -> [u8; LEN] {
-        let mut m = mac_with(&self.0);
-        for p in parts {
-            m.update(&(p.len() as u64).to_le_bytes());
-            m.update(p);
-        }
-        m.finalize().into_bytes().into()
+        self.mac(parts).finalize().into_bytes().into()
     }
 
     /// Whether `tag` is the HMAC of `parts` (compared in constant time).
     pub fn verify(&self, parts: &[&[u8]], tag: &[u8]) -> bool {
+        self.mac(parts).verify_slice(tag).is_ok()
+    }
+
+    fn mac(&self, parts: &[&[u8]]) -> HmacSha256 {
         let mut m = mac_with(&self.0);
         for p in parts {
             m.update(&(p.len() as u64).to_le_bytes());
             m.update(p);
         }
-        m.verify_slice(tag).is_ok()
+        m
+    }
+}
+
+/// Argon2id of `secret` with `salt` into `out`.
+fn stretch(secret: &[u8], salt: &[u8], out: &mut [u8; LEN]) {
+    use argon2::{Algorithm, Argon2, Params, Version};
+    // Constant, valid parameters and a salt of ours over 8 bytes: this cannot fail, but if it
+    // ever did, the key is still derived (unstretched) rather than the process panicking.
+    let done = Params::new(STRETCH_MEMORY_KIB, STRETCH_PASSES, 1, Some(LEN))
+        .map(|p| Argon2::new(Algorithm::Argon2id, Version::V0x13, p))
+        .and_then(|a| a.hash_password_into(secret, salt, out));
+    if done.is_err() {
+        let mut m = mac_with(secret);
+        m.update(salt);
+        *out = m.finalize().into_bytes().into();
     }
 }
 
@@ -134,26 +186,30 @@ fn mac_with(key: &[u8]) -> HmacSha256 {
     }
 }
 
-/// A fresh random nonce from the kernel (`/dev/urandom`); time and pid mixed in by hashing
-/// where that device cannot be read (a nonce must only never repeat).
-pub fn nonce() -> [u8; LEN] {
+/// The operating system gave no random numbers.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the operating system's random source is unavailable ({0}): the rendezvous needs it for its \
+     nonces and does not start without it"
+)]
+pub struct NoRandom(String);
+
+/// A fresh random nonce from the operating system's random source (getrandom). There is no
+/// fallback: predictable nonces would let a recorded hello be replayed.
+pub fn nonce() -> Result<[u8; LEN], NoRandom> {
     let mut n = [0u8; LEN];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut n));
-    if read.is_err() {
-        use sha2::Digest;
-        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let c = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let mut h = Sha256::new();
-        h.update(t.to_le_bytes());
-        h.update(std::process::id().to_le_bytes());
-        h.update(c.to_le_bytes());
-        n = h.finalize().into();
+    getrandom::fill(&mut n).map_err(|e| NoRandom(e.to_string()))?;
+    Ok(n)
+}
+
+/// A random number below `n` (`n` > 0), from the operating system's random source; 0 when it
+/// is unavailable (used only to pick which connection to drop under load).
+pub fn below(n: usize) -> usize {
+    let mut b = [0u8; 8];
+    match getrandom::fill(&mut b) {
+        Ok(()) => (u64::from_le_bytes(b) % n.max(1) as u64) as usize,
+        Err(_) => 0,
     }
-    n
 }
 
 #[cfg(test)]
@@ -165,14 +221,38 @@ mod tests {
         let none = Secret::default();
         let s = Secret::from_env(Some("hunter2\n"), None).unwrap();
         let a = JobKey::derive("slurm:1.0", &none);
-        let nonce = nonce();
+        let nonce = nonce().unwrap();
         let tag = a.sign(&[&nonce, b"hello"]);
         assert!(a.verify(&[&nonce, b"hello"], &tag));
         assert!(!a.verify(&[&nonce, b"hellp"], &tag));
         assert!(!a.verify(&[&nonce, b"hel", b"lo"], &tag));
         assert!(!JobKey::derive("slurm:1.1", &none).verify(&[&nonce, b"hello"], &tag));
         assert!(!JobKey::derive("slurm:1.0", &s).verify(&[&nonce, b"hello"], &tag));
-        assert_ne!(super::nonce(), nonce);
+        assert_ne!(super::nonce().unwrap(), nonce);
+        // Sessions differ by either nonce, and from the job key.
+        let other = super::nonce().unwrap();
+        let s1 = a.session(&nonce, &other).sign(&[b"x"]);
+        assert_ne!(s1, a.session(&other, &nonce).sign(&[b"x"]));
+        assert_ne!(s1, a.sign(&[b"x"]));
+        assert!(s.is_short() && !none.is_short());
+        assert!(
+            !Secret::from_env(Some("a-long-enough-secret"), None)
+                .unwrap()
+                .is_short()
+        );
+    }
+
+    #[test]
+    fn the_secret_is_stretched() {
+        // The same secret and job give the same key (every process agrees); the stretch costs
+        // time (optimised: tens of milliseconds; the dev profile optimises argon2 too).
+        let s = Secret::from_env(Some("hunter2"), None).unwrap();
+        let t = std::time::Instant::now();
+        let a = JobKey::derive("job", &s).sign(&[b"x"]);
+        let took = t.elapsed();
+        assert_eq!(a, JobKey::derive("job", &s).sign(&[b"x"]));
+        assert_ne!(a, JobKey::derive("job2", &s).sign(&[b"x"]));
+        assert!(took > std::time::Duration::from_millis(2), "{took:?}");
     }
 
     #[test]

@@ -365,7 +365,9 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             }
             (None, None) => None,
         };
-        let job = identity("torch", &[env("TORCHELASTIC_RUN_ID")]);
+        // torchrun's default run id, `none`, is the same for every job: no identity at all.
+        let run_id = env("TORCHELASTIC_RUN_ID").filter(|id| id.trim() != "none");
+        let job = identity("torch", &[run_id]);
         let local = num(env, "LOCAL_RANK")?;
         return found(launch(launcher, rank, size, local, addr, job));
     }

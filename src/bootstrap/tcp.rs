@@ -7,11 +7,13 @@
 //! prove the job key (`auth.rs`) take a rank. Once met, every connection carries heartbeats
 //! (`beat.rs`), so a process that is stopped or frozen is named too, not only one that left.
 //! Meeting is in `meet.rs`, rank 0's door (many connections at once, bounded) in `door.rs`,
-//! the wire format in `wire.rs`.
+//! the wire format in `wire.rs`, and the authentication of every frame after the meeting in
+//! `seal.rs`.
 
 mod beat;
 mod door;
 mod meet;
+mod seal;
 mod watch;
 mod wire;
 
@@ -20,7 +22,7 @@ use super::fingerprint::Fingerprint;
 use super::launch::TcpLaunch;
 use super::{Bootstrap, Group, Reduce, local, peer_text};
 use crate::error::{Error, Result};
-use beat::{Beats, Wait, Writer};
+use beat::{Beats, Inbound, Wait, Writer};
 use meet::Hello;
 use std::net::TcpStream;
 use std::sync::{Mutex, MutexGuard};
@@ -74,7 +76,7 @@ struct Peer {
     pid: u32,
     color: i64,
     /// The connection, read under the link's lock.
-    stream: TcpStream,
+    stream: Inbound,
     /// The same connection for writing (shared with the heartbeat thread).
     writer: Writer,
     /// When it was last heard from (any message or heartbeat).
@@ -85,7 +87,7 @@ struct Peer {
 
 /// Rank 0 as any other process knows it.
 struct Leaf {
-    stream: TcpStream,
+    stream: Inbound,
     writer: Writer,
     heard: Instant,
 }
@@ -116,7 +118,7 @@ impl TcpBootstrap {
             pid: std::process::id(),
             host: crate::host::short_hostname(),
             run: run.clone(),
-            nonce: super::auth::nonce(),
+            nonce: super::auth::nonce().map_err(|e| failure(e.to_string(), false))?,
         };
         let mut b = TcpBootstrap {
             launcher: launch.launcher,
@@ -141,17 +143,21 @@ impl TcpBootstrap {
         if launch.size <= 1 {
             return Ok(b);
         }
+        if launch.rank == 0 {
+            warn_if_open(launch, &b.address);
+        }
         let link = if launch.rank == 0 {
             let peers = b.accept_all(launch, &me)?;
             Link::Root(peers)
         } else {
-            let stream = b.join(launch, &me)?;
-            let writer = beat::writer(&stream).map_err(|e| {
-                failure(
-                    format!("the connection to rank 0 at {}: {e}", b.address),
-                    false,
-                )
-            })?;
+            let (stream, session) = b.join(launch, &me)?;
+            let (stream, writer) =
+                beat::link(stream, &session, seal::Direction::ToRoot).map_err(|e| {
+                    failure(
+                        format!("the connection to rank 0 at {}: {e}", b.address),
+                        false,
+                    )
+                })?;
             Link::Leaf(Leaf {
                 stream,
                 writer,
@@ -370,8 +376,8 @@ impl TcpBootstrap {
 /// Closes a connection in order: the write side first (what was sent, an abort message above
 /// all, arrives before the end), then whatever the peer sent is read, so that closing does not
 /// reset the connection and destroy a message the peer has not read yet.
-fn close(s: &mut TcpStream, heard: &mut Instant) {
-    let _ = s.shutdown(std::net::Shutdown::Write);
+fn close(s: &mut Inbound, heard: &mut Instant) {
+    let _ = s.stream.shutdown(std::net::Shutdown::Write);
     while let Ok(Some(_)) = beat::drain(s, heard) {}
 }
 
@@ -560,11 +566,6 @@ fn abort_peers(peers: &[Peer], skip: Option<usize>, why: &str, timed_out: bool) 
     }
 }
 
-/// Tells every reachable peer why the run stops (best effort); `timed_out` sets their exit code.
-fn abort_all<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, timed_out: bool) {
-    abort_with(peers, why, failed_kind(timed_out));
-}
-
 /// The abort kind of a failure: a timeout (exit 4) or not (exit 1).
 fn failed_kind(timed_out: bool) -> u32 {
     if timed_out {
@@ -574,15 +575,50 @@ fn failed_kind(timed_out: bool) -> u32 {
     }
 }
 
-/// Tells every reachable peer that the launch is wrong (they exit 6 too).
-fn abort_launch<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str) {
-    abort_with(peers, why, wire::abort::LAUNCH);
+/// Tells processes that said hello but have no welcome yet why the run stops (best effort):
+/// each abort is signed over the process' own nonce, so it knows rank 0 sent it (an unsigned
+/// one could come from anyone and only makes it try again). `kind` sets their exit code.
+fn abort_unwelcomed<'a>(
+    key: &JobKey,
+    peers: impl Iterator<Item = (&'a mut TcpStream, &'a [u8; super::auth::LEN])>,
+    why: &str,
+    kind: u32,
+) {
+    let body = Encoder::default().u32(kind).str(why).0;
+    for (s, nonce) in peers {
+        let mut signed = body.clone();
+        signed.extend_from_slice(&key.sign(&[b"abort", nonce, &body]));
+        let _ = wire::send(s, wire::ABORT, &signed, Duration::from_secs(1));
+    }
 }
 
-fn abort_with<'a>(peers: impl Iterator<Item = &'a mut TcpStream>, why: &str, kind: u32) {
-    let body = Encoder::default().u32(kind).str(why).0;
-    for s in peers {
-        let _ = wire::send(s, wire::ABORT, &body, Duration::from_secs(1));
+/// Rank 0 says once on stderr when anyone who reaches the port could join: no secret (a job
+/// identity alone can be read or guessed), or a secret short enough to guess offline from one
+/// captured hello.
+fn warn_if_open(launch: &TcpLaunch, address: &str) {
+    use crate::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
+    let how = format!(
+        "set {} (or {}) to one secret of {} or more characters in every process",
+        RENDEZVOUS_KEY.name,
+        RENDEZVOUS_KEY_FILE.name,
+        super::auth::SHORT_SECRET
+    );
+    if !launch.secret.is_set() {
+        eprintln!(
+            "nccl-perf: note: the rendezvous at {address} is open to any process that can reach \
+             its port{}; to keep strangers out, {how}",
+            if launch.job.is_empty() {
+                ""
+            } else {
+                " and knows the launcher's job id"
+            }
+        );
+    } else if launch.secret.is_short() {
+        eprintln!(
+            "nccl-perf: warning: the rendezvous key is shorter than {} characters: it can be \
+             guessed offline from one captured hello; {how}",
+            super::auth::SHORT_SECRET
+        );
     }
 }
 

@@ -348,6 +348,15 @@ fn world_sizes_are_bounded_and_job_ids_kept() {
     }
     let t = tcp(&[("RANK", "1"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "h")]);
     assert_eq!(t.job, "", "torchrun without a run id gives no job identity");
+    // torchrun's default run id is the same for every job: no identity either (but torchrun
+    // set it, so its store still holds MASTER_PORT).
+    let t = tcp(&[
+        ("RANK", "1"),
+        ("WORLD_SIZE", "2"),
+        ("MASTER_ADDR", "h"),
+        ("TORCHELASTIC_RUN_ID", "none"),
+    ]);
+    assert_eq!((t.job.as_str(), t.port), ("", 29501));
     let t = tcp(&[
         ("RANK", "1"),
         ("WORLD_SIZE", "2"),

@@ -8,16 +8,71 @@
 //! Every message counts as a sign of life; heartbeats themselves are skipped wherever messages
 //! are read ([`recv_live`], [`drain`]).
 
+use super::seal::{Direction, Seal};
 use super::wire::{self, RecvError};
+use crate::bootstrap::auth::JobKey;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The writing half of a connection: every message after the meeting is written under its
-/// lock, so heartbeats from the beat thread never cut into another message.
-pub(super) type Writer = Arc<Mutex<TcpStream>>;
+/// The writing half of a connection: every message after the meeting is sealed and written
+/// under its lock, so heartbeats from the beat thread never cut into another message and the
+/// sequence numbers follow the order on the wire.
+pub(super) type Writer = Arc<Mutex<Outbound>>;
+
+/// A connection's writing side: a handle on the socket and the seal of this direction.
+pub(super) struct Outbound {
+    stream: TcpStream,
+    seal: Seal,
+}
+
+impl Outbound {
+    fn send(&mut self, tag: u8, body: &[u8], timeout: Duration) -> std::io::Result<()> {
+        let sealed = self.seal.close(tag, body);
+        wire::send(&mut self.stream, tag, &sealed, timeout)
+    }
+}
+
+/// A connection's reading side: the socket and the seal of the other direction.
+pub(super) struct Inbound {
+    /// The socket (also polled and shut down directly).
+    pub(super) stream: TcpStream,
+    seal: Seal,
+}
+
+/// Both sides of a connection once met: `session` is its key, `outgoing` the direction this
+/// process writes.
+pub(super) fn link(
+    stream: TcpStream,
+    session: &JobKey,
+    outgoing: Direction,
+) -> std::io::Result<(Inbound, Writer)> {
+    let incoming = match outgoing {
+        Direction::FromRoot => Direction::ToRoot,
+        Direction::ToRoot => Direction::FromRoot,
+    };
+    let out = Outbound {
+        stream: stream.try_clone()?,
+        seal: Seal::new(session, outgoing),
+    };
+    let inbound = Inbound {
+        stream,
+        seal: Seal::new(session, incoming),
+    };
+    Ok((inbound, Arc::new(Mutex::new(out))))
+}
+
+/// Receives one sealed message before `deadline`.
+fn recv(s: &mut Inbound, deadline: Instant) -> Result<(u8, Vec<u8>), RecvError> {
+    let (tag, body) = wire::recv(&mut s.stream, deadline)?;
+    let body = s
+        .seal
+        .open(tag, body)
+        .map_err(|e| RecvError::Other(e.to_string()))?;
+    Ok((tag, body))
+}
 
 /// How long one heartbeat may take to write before it is skipped (a peer that reads nothing
 /// for hours has a full buffer; it is silent anyway).
@@ -33,16 +88,11 @@ pub(super) fn period(silence: Duration) -> Duration {
     (silence / 5).clamp(Duration::from_millis(50), Duration::from_secs(1))
 }
 
-/// Makes a connection's writer: a second handle on the same socket.
-pub(super) fn writer(stream: &TcpStream) -> std::io::Result<Writer> {
-    Ok(Arc::new(Mutex::new(stream.try_clone()?)))
-}
-
 /// Writes one message under the writer's lock (a poisoned lock still serialises: the guard is
 /// taken back).
 pub(super) fn send(w: &Writer, tag: u8, body: &[u8], timeout: Duration) -> std::io::Result<()> {
     let mut s = w.lock().unwrap_or_else(|p| p.into_inner());
-    wire::send(&mut s, tag, body, timeout)
+    s.send(tag, body, timeout)
 }
 
 /// The thread that sends the heartbeats; stops when dropped.
@@ -63,7 +113,7 @@ impl Beats {
                     for w in &writers {
                         // A writer busy with a message is itself a sign of life.
                         if let Ok(mut s) = w.try_lock() {
-                            let _ = wire::send(&mut s, wire::HEARTBEAT, &[], WRITE_LIMIT);
+                            let _ = s.send(wire::HEARTBEAT, &[], WRITE_LIMIT);
                         }
                     }
                     std::thread::park_timeout(every);
@@ -97,7 +147,7 @@ pub(super) enum Wait {
 /// peer was last heard from (every message moves it); with `silence` set, a peer heard from
 /// longer ago than that is given up on before the deadline.
 pub(super) fn recv_live(
-    s: &mut TcpStream,
+    s: &mut Inbound,
     deadline: Instant,
     heard: &mut Instant,
     silence: Option<Duration>,
@@ -108,7 +158,7 @@ pub(super) fn recv_live(
             Some(q) => deadline.min((*heard + q).max(Instant::now() + DRAIN_LIMIT)),
             None => deadline,
         };
-        match wire::recv(s, until) {
+        match recv(s, until) {
             Ok((wire::HEARTBEAT, _)) => *heard = Instant::now(),
             Ok(m) => {
                 *heard = Instant::now();
@@ -130,16 +180,16 @@ const DRAIN_MAX: usize = 1024;
 /// message is returned for the caller to keep. A closed connection is `Err(Closed)` once
 /// everything the peer sent before closing has been read.
 pub(super) fn drain(
-    s: &mut TcpStream,
+    s: &mut Inbound,
     heard: &mut Instant,
 ) -> Result<Option<(u8, Vec<u8>)>, RecvError> {
     for _ in 0..DRAIN_MAX {
-        match wire::poll(s) {
+        match wire::poll(&s.stream) {
             None => return Ok(None),
             Some(false) => return Err(RecvError::Closed),
             Some(true) => {}
         }
-        let m = wire::recv(s, Instant::now() + DRAIN_LIMIT)?;
+        let m = recv(s, Instant::now() + DRAIN_LIMIT)?;
         *heard = Instant::now();
         if m.0 != wire::HEARTBEAT {
             return Ok(Some(m));
@@ -159,16 +209,21 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
 
-    fn pair() -> (TcpStream, TcpStream) {
+    /// Two ends of a met connection: `a` is rank 0's side, `b` the other process'.
+    fn pair() -> ((Inbound, Writer), (Inbound, Writer)) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        (a, l.accept().unwrap().0)
+        let b = l.accept().unwrap().0;
+        let key = JobKey::derive("test", &Default::default()).session(&[1; 32], &[2; 32]);
+        (
+            link(a, &key, Direction::FromRoot).unwrap(),
+            link(b, &key, Direction::ToRoot).unwrap(),
+        )
     }
 
     #[test]
     fn heartbeats_keep_a_peer_alive_and_are_skipped() {
-        let (a, mut b) = pair();
-        let w = writer(&a).unwrap();
+        let ((_a, w), (mut b, _)) = pair();
         let beats = Beats::start(vec![w.clone()], Duration::from_millis(20));
         let mut heard = Instant::now() - Duration::from_secs(60);
         let silence = Some(Duration::from_millis(300));
@@ -211,16 +266,17 @@ mod tests {
 
     #[test]
     fn drain_keeps_the_first_message_and_sees_a_close_after_it() {
-        let (mut a, mut b) = pair();
+        let ((a, w), (mut b, _)) = pair();
         let mut heard = Instant::now() - Duration::from_secs(60);
         assert_eq!(drain(&mut b, &mut heard).unwrap(), None);
         assert!(heard.elapsed() > Duration::from_secs(59));
+        let second = Duration::from_secs(1);
         for _ in 0..3 {
-            wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).unwrap();
+            send(&w, wire::HEARTBEAT, &[], second).unwrap();
         }
-        wire::send(&mut a, wire::BARRIER, &[], Duration::from_secs(1)).unwrap();
-        wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).unwrap();
-        drop(a);
+        send(&w, wire::BARRIER, &[], second).unwrap();
+        send(&w, wire::HEARTBEAT, &[], second).unwrap();
+        drop((a, w));
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(
             drain(&mut b, &mut heard).unwrap(),
@@ -232,11 +288,12 @@ mod tests {
 
     #[test]
     fn drain_does_bounded_work_against_a_flood_of_heartbeats() {
-        let (mut a, mut b) = pair();
+        let ((a, w), (mut b, _)) = pair();
         let flood = std::thread::spawn(move || {
+            let _keep = a;
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(3) {
-                if wire::send(&mut a, wire::HEARTBEAT, &[], Duration::from_secs(1)).is_err() {
+                if send(&w, wire::HEARTBEAT, &[], Duration::from_secs(1)).is_err() {
                     break;
                 }
             }

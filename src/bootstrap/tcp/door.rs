@@ -1,16 +1,20 @@
 //! Rank 0's door during the meeting: one `poll()` over the listening socket, every connection
 //! that has not yet said hello, and the processes already seated. Connections are served
 //! concurrently and each costs bounded memory (a hello is at most [`MAX_HELLO`] bytes); at most
-//! [`MAX_PENDING`] wait at once (the oldest goes when more come: real processes say hello within
-//! milliseconds, and retry when dropped); one that sends nothing complete within [`HELLO_WAIT`]
-//! is dropped. The meeting's deadline holds whatever the connections do. Refusals are one
-//! warning line each on stderr, rate-limited.
+//! [`MAX_PENDING`] wait at once. When more come, one is closed to make room (never told to stop:
+//! real processes say hello within milliseconds and try again when closed): a random one of the
+//! source address that holds the most, so a flood from one place mostly pays for itself. One
+//! that sends nothing complete within [`HELLO_WAIT`] is dropped. The meeting's deadline holds
+//! whatever the connections do, and no connection makes rank 0 spin: every wait is a `poll`.
+//! Refusals are one warning line each on stderr, rate-limited; connections closed for load are
+//! counted by source and summed up.
 
 use super::wire;
 use crate::bootstrap::auth;
 use crate::bootstrap::peer_text;
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 /// The largest hello accepted (ours is under 1 KiB).
@@ -21,6 +25,8 @@ pub const MAX_PENDING: usize = 512;
 pub const HELLO_WAIT: Duration = Duration::from_secs(5);
 /// Refusal lines printed before rate limiting starts (then one a second).
 const SHOWN_FREELY: usize = 8;
+/// Source addresses whose load drops are counted one by one (the rest are summed together).
+const COUNTED_SOURCES: usize = 64;
 
 /// A connection that has not said hello yet.
 struct Pending {
@@ -51,6 +57,9 @@ pub enum Next {
     Hello(Arrival),
     /// The seated process of this index closed its connection.
     Left(usize),
+    /// The seated process of this index sent something before its welcome (a real process
+    /// never does): it is no process of this launch.
+    Misbehaved(usize),
     /// The deadline passed.
     TimedOut,
 }
@@ -62,6 +71,11 @@ pub struct Door {
     refused: usize,
     hidden: usize,
     last_line: Option<Instant>,
+    /// Connections closed to make room, by source address (bounded), and in all.
+    load_drops: BTreeMap<IpAddr, usize>,
+    load_dropped: usize,
+    /// Whether the load summary was printed.
+    load_told: bool,
 }
 
 enum Read_ {
@@ -80,6 +94,9 @@ impl Door {
             refused: 0,
             hidden: 0,
             last_line: None,
+            load_drops: BTreeMap::new(),
+            load_dropped: 0,
+            load_told: false,
         })
     }
 
@@ -96,7 +113,7 @@ impl Door {
                 if self.pending[i].until <= now {
                     let p = self.pending.remove(i);
                     let why = format!("sent no complete hello within {} s", HELLO_WAIT.as_secs());
-                    self.refuse(p.stream, p.from, &why);
+                    self.refuse(p.stream, p.from, &why, "no complete hello in time");
                 } else {
                     i += 1;
                 }
@@ -113,10 +130,14 @@ impl Door {
                 continue;
             };
             let base = 1 + self.pending.len();
-            if woke[base..].iter().any(|&w| w)
-                && let Some(gone) = wire::first_closed(seated.iter().copied())
-            {
-                return Next::Left(gone);
+            if let Some(i) = woke[base..].iter().position(|&w| w) {
+                // A seated process that stirs has either left (closed, nothing unread) or sent
+                // something it should not have; either way it is dealt with now, so that its
+                // readiness cannot wake every poll (and make rank 0 spin).
+                return match wire::first_closed(seated.iter().copied()) {
+                    Some(gone) => Next::Left(gone),
+                    None => Next::Misbehaved(i),
+                };
             }
             // Pending connections first (their indexes shift once new ones are accepted).
             let ready: Vec<usize> = (0..self.pending.len()).filter(|&i| woke[1 + i]).collect();
@@ -136,7 +157,7 @@ impl Door {
                     }
                     Read_::Bad(why) => {
                         let p = self.pending.remove(i);
-                        self.refuse(p.stream, p.from, &why);
+                        self.refuse(p.stream, p.from, &why, "not a hello of this protocol");
                     }
                 }
             }
@@ -175,10 +196,13 @@ impl Door {
             match self.listener.accept() {
                 Ok((stream, from)) => {
                     if self.pending.len() >= MAX_PENDING {
-                        let p = self.pending.remove(0);
-                        self.refuse(p.stream, p.from, "dropped: too many connections at once");
+                        self.drop_for_load();
                     }
-                    let nonce = auth::nonce();
+                    let Ok(nonce) = auth::nonce() else {
+                        // No random source: nobody can be challenged (connect() failed already
+                        // on this process if it never had one).
+                        continue;
+                    };
                     let ok = stream.set_nonblocking(true).is_ok()
                         && stream.set_nodelay(true).is_ok()
                         && wire::frame(wire::CHALLENGE, &nonce)
@@ -202,8 +226,7 @@ impl Door {
                     if self.pending.is_empty() {
                         std::thread::sleep(Duration::from_millis(10));
                     } else {
-                        let p = self.pending.remove(0);
-                        self.refuse(p.stream, p.from, "dropped: too many connections at once");
+                        self.drop_for_load();
                     }
                     return;
                 }
@@ -211,16 +234,72 @@ impl Door {
         }
     }
 
-    /// Refuses a connection: tells it why (best effort, never waiting) and prints one line.
-    pub fn refuse(&mut self, stream: TcpStream, from: SocketAddr, why: &str) {
-        self.refuse_as(stream, from, why, wire::abort::LAUNCH);
+    /// Closes one waiting connection to make room: a random one of the source address that
+    /// has the most waiting. It is closed, not told to stop: a real process whose connection
+    /// this was simply tries again.
+    fn drop_for_load(&mut self) {
+        let mut count: BTreeMap<IpAddr, usize> = BTreeMap::new();
+        for p in &self.pending {
+            *count.entry(p.from.ip()).or_default() += 1;
+        }
+        let Some((&ip, &n)) = count.iter().max_by_key(|(_, n)| **n) else {
+            return;
+        };
+        let pick = auth::below(n);
+        let Some(i) = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.from.ip() == ip)
+            .nth(pick)
+            .map(|(i, _)| i)
+        else {
+            return;
+        };
+        let p = self.pending.swap_remove(i);
+        let _ = p.stream.shutdown(Shutdown::Both);
+        self.load_dropped += 1;
+        if let Some(n) = self.load_drops.get_mut(&ip) {
+            *n += 1;
+        } else if self.load_drops.len() < COUNTED_SOURCES {
+            self.load_drops.insert(ip, 1);
+        }
     }
 
-    /// [`Door::refuse`] with the abort kind the other side should exit with.
-    pub fn refuse_as(&mut self, stream: TcpStream, from: SocketAddr, why: &str, kind: u32) {
+    /// How many connections were closed for load and from where (`None`: none were), e.g.
+    /// `1200 connections closed for load (more than 512 waiting at once), from 10.0.0.9 (1100),
+    /// 10.0.0.7 (100)`.
+    pub fn load_summary(&self) -> Option<String> {
+        if self.load_dropped == 0 {
+            return None;
+        }
+        let mut by: Vec<(&IpAddr, &usize)> = self.load_drops.iter().collect();
+        by.sort_by(|a, b| b.1.cmp(a.1));
+        let shown: Vec<String> = by
+            .iter()
+            .take(4)
+            .map(|(ip, n)| format!("{ip} ({n})"))
+            .collect();
+        let rest = by.len().saturating_sub(4);
+        Some(format!(
+            "{} connections closed for load (more than {MAX_PENDING} waiting at once), from {}{}",
+            self.load_dropped,
+            shown.join(", "),
+            if rest > 0 {
+                format!(" and {rest} more addresses")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    /// Refuses a connection: prints `why` (one line, rate-limited) and tells the other side
+    /// only `told`, which names nothing of this launch's processes (best effort, never
+    /// waiting). The refusal is not signed: a real process that gets it tries again.
+    pub fn refuse(&mut self, stream: TcpStream, from: SocketAddr, why: &str, told: &str) {
         let body = wire::Encoder::default()
-            .u32(kind)
-            .str(&format!("refused: {why}"))
+            .u32(wire::abort::LAUNCH)
+            .str(&format!("refused: {told}"))
             .0;
         if let Ok(f) = wire::frame(wire::ABORT, &body) {
             let _ = stream.set_nonblocking(true);
@@ -249,8 +328,14 @@ impl Door {
         );
     }
 
-    /// Says how many refusals were not printed, if any.
+    /// Says how many refusals were not printed, and how many connections were closed for
+    /// load, if any.
     pub fn finish(&mut self) {
+        if let Some(load) = self.load_summary()
+            && !std::mem::replace(&mut self.load_told, true)
+        {
+            eprintln!("nccl-perf: rank 0 during the rendezvous: {load}");
+        }
         if self.hidden > 0 {
             eprintln!(
                 "nccl-perf: rank 0 refused {} more connection(s) during the rendezvous ({} in all)",

@@ -1,11 +1,15 @@
 //! Meeting at rank 0: rank 0 listens, checks every hello (job key, world size, rank, program and
 //! options) before the process takes a rank, then answers each with its local and group ranks;
-//! the others connect with bounded retries. The door (`door.rs`) serves the connections.
+//! the others connect with bounded retries, with a fresh nonce each time. The door (`door.rs`)
+//! serves the connections. A process trusts only what rank 0 signed over its own nonce (its
+//! welcome, or an abort); a refusal or a closed connection before that makes it try again
+//! until its deadline, so neither a stranger nor a flood can make a real process give up.
 
-use super::door::{Arrival, Door, Next};
+use super::door::{Door, Next};
+use super::seal::Direction;
 use super::wire::{self, Decoder, Encoder, RecvError, WireError};
-use super::{Peer, TcpBootstrap, abort_all, abort_launch, beat, failure, rank_list, secs};
-use crate::bootstrap::auth;
+use super::{Peer, TcpBootstrap, abort_peers, abort_unwelcomed, beat, failure, rank_list, secs};
+use crate::bootstrap::auth::{self, JobKey};
 use crate::bootstrap::fingerprint::{self, Fingerprint};
 use crate::bootstrap::launch::TcpLaunch;
 use crate::bootstrap::{Group, local, peer_text};
@@ -13,10 +17,14 @@ use crate::error::{Error, Result};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-/// How long rank 0 stays after a wrong launch to tell the processes still on their way.
+/// How long rank 0 stays after a wrong launch to tell the processes still on their way why
+/// (they usually start together: a few seconds catch them).
 const LINGER: Duration = Duration::from_secs(3);
+/// The same after a process left: shorter, so that rank 0's own error comes at once.
+const LINGER_SHORT: Duration = Duration::from_secs(1);
 
 /// What a process tells rank 0 when it connects (signed with the job key over rank 0's nonce).
+#[derive(Clone)]
 pub(super) struct Hello {
     pub(super) rank: usize,
     pub(super) size: usize,
@@ -87,67 +95,119 @@ enum Verdict {
     /// It takes its rank.
     Seat(Hello),
     /// A stranger (or a process that does not fit and cannot prove it belongs): refused, the
-    /// job goes on. The rank it claimed, when it is one of this run's, for the timeout message.
-    Refuse(String, Option<usize>),
-    /// A process of this launch that does not fit: the launch is wrong (exit 6).
-    Stop(String),
+    /// job goes on. `log` is printed on rank 0; the other side is told only `told`, which
+    /// names none of this launch's processes. `claimed`: the rank it claimed, when it is one of
+    /// this run's, for the timeout message.
+    Refuse {
+        log: String,
+        told: &'static str,
+        claimed: Option<usize>,
+    },
+    /// A process of this launch that does not fit: the launch is wrong (exit 6). Its nonce, to
+    /// sign the abort it is sent.
+    Stop(String, [u8; auth::LEN]),
 }
 
-/// A seated process with its connection.
+/// A seated process with its connection and the nonce rank 0 challenged it with.
 struct Seated {
     hello: Hello,
     stream: TcpStream,
+    challenge: [u8; auth::LEN],
+}
+
+/// The hello in a frame signed with `key` over `challenge` (`None`: unreadable or unsigned).
+fn signed_hello(key: &JobKey, challenge: &[u8], frame: &[u8]) -> Option<Hello> {
+    let split = frame.len().checked_sub(auth::LEN)?;
+    let (body, mac) = frame.split_at(split);
+    if !key.verify(&[b"hello", challenge, body], mac) {
+        return None;
+    }
+    Hello::decode(body).ok()
 }
 
 impl TcpBootstrap {
-    /// Checks one hello against this launch. Only a hello signed with the job key counts; of
-    /// those, a misfit stops the launch when the key proves the job (a secret or a launcher job
-    /// id), and is refused otherwise (anyone could have forged it).
-    fn judge(&self, a: &Arrival, me: &Hello, slots: &[Option<Seated>]) -> Verdict {
-        let Some(split) = a.body.len().checked_sub(auth::LEN) else {
-            return Verdict::Refuse("a truncated hello".into(), None);
+    /// Checks one hello (`frame`, answering the challenge `challenge`) against this launch.
+    /// Only a hello signed with the job key counts; of those, a misfit stops the launch when
+    /// the key proves the job (a secret or a launcher job id), and is refused otherwise (anyone
+    /// could have forged it). Every field is checked before it is used: any bytes are refused
+    /// or seated, never a panic.
+    fn judge(
+        &self,
+        challenge: &[u8],
+        frame: &[u8],
+        me: &Hello,
+        slots: &[Option<Seated>],
+    ) -> Verdict {
+        let refuse = |log: String, told, claimed| Verdict::Refuse { log, told, claimed };
+        let Some(split) = frame.len().checked_sub(auth::LEN) else {
+            return refuse("a truncated hello".into(), "a truncated hello", None);
         };
-        let (body, mac) = a.body.split_at(split);
+        let (body, mac) = frame.split_at(split);
         let h = match Hello::decode(body) {
             Ok(h) => h,
-            Err(e) => return Verdict::Refuse(format!("an unreadable hello ({e})"), None),
+            Err(e) => {
+                return refuse(
+                    format!("an unreadable hello ({e})"),
+                    "an unreadable hello",
+                    None,
+                );
+            }
         };
         let claimed = (h.rank > 0 && h.rank < self.size).then_some(h.rank);
-        if !self.key.verify(&[b"hello", &a.nonce, body], mac) {
-            return Verdict::Refuse(
+        if !self.key.verify(&[b"hello", challenge, body], mac) {
+            return refuse(
                 format!(
                     "a hello for rank {} (pid {} on {}) not signed with this job's key: another \
                      job, or a different NCCL_PERF_RENDEZVOUS_KEY",
                     h.rank, h.pid, h.host
                 ),
+                "the hello is not signed with this job's key (another job, or a different \
+                 NCCL_PERF_RENDEZVOUS_KEY)",
                 claimed,
             );
         }
         let who = format!("rank {} (pid {} on {})", h.rank, h.pid, h.host);
         let misfit = if h.size != self.size {
-            Some(format!(
-                "{who} was started as one of {} processes; rank 0 as one of {} ({} launch)",
-                h.size, self.size, self.launcher
+            Some((
+                format!(
+                    "{who} was started as one of {} processes; rank 0 as one of {} ({} launch)",
+                    h.size, self.size, self.launcher
+                ),
+                "the number of processes differs from rank 0's",
             ))
         } else if h.rank == 0 {
-            Some(format!(
-                "two processes claim rank 0: {who} and this one (pid {})",
-                me.pid
+            Some((
+                format!(
+                    "two processes claim rank 0: {who} and this one (pid {})",
+                    me.pid
+                ),
+                "rank 0 is taken",
+            ))
+        } else if h.rank >= self.size {
+            Some((
+                format!(
+                    "{who} claims a rank outside the launch's {} processes",
+                    self.size
+                ),
+                "the rank is outside the launch",
             ))
         } else if let Some(d) = fingerprint::difference(0, &me.run, h.rank, &h.run) {
-            Some(d)
+            Some((d, "the program or its options differ from rank 0's"))
         } else {
             slots[h.rank - 1].as_ref().map(|s| {
-                format!(
-                    "two processes claim rank {}: pid {} on {} and pid {} on {}",
-                    h.rank, s.hello.pid, s.hello.host, h.pid, h.host
+                (
+                    format!(
+                        "two processes claim rank {}: pid {} on {} and pid {} on {}",
+                        h.rank, s.hello.pid, s.hello.host, h.pid, h.host
+                    ),
+                    "the rank is taken",
                 )
             })
         };
         match misfit {
             None => Verdict::Seat(h),
-            Some(m) if self.strong => Verdict::Stop(m),
-            Some(m) => Verdict::Refuse(m, claimed),
+            Some((m, _)) if self.strong => Verdict::Stop(m, h.nonce),
+            Some((m, told)) => refuse(m, told, claimed),
         }
     }
 
@@ -167,16 +227,21 @@ impl TcpBootstrap {
                 .enumerate()
                 .filter_map(|(i, s)| s.as_ref().map(|s| (i, &s.stream)))
                 .unzip();
-            match door.next(deadline, &streams) {
+            // The message, the abort kind, how long to linger, and how many processes are
+            // accounted for besides those seated (one that left, or the misfit).
+            let (msg, kind, linger, others) = match door.next(deadline, &streams) {
                 Next::TimedOut => {
-                    door.finish();
                     let missing: Vec<usize> =
                         (1..self.size).filter(|r| slots[r - 1].is_none()).collect();
-                    let notes: Vec<String> = missing
+                    let mut notes: Vec<String> = missing
                         .iter()
                         .filter_map(|&r| refusals[r].as_ref().map(|w| format!("rank {r}: {w}")))
                         .take(4)
                         .collect();
+                    if !notes.is_empty() {
+                        notes = vec![format!("refused claims: {}", notes.join("; "))];
+                    }
+                    notes.extend(door.load_summary());
                     let msg = format!(
                         "timed out after {}: {} of {} processes never connected to rank 0 at {} \
                          ({} launch); missing: {}{}",
@@ -186,19 +251,12 @@ impl TcpBootstrap {
                         self.address,
                         self.launcher,
                         rank_list(&missing, launch.expected_hosts.as_deref()),
-                        if notes.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; refused claims: {}", notes.join("; "))
-                        }
+                        notes.iter().map(|n| format!("; {n}")).collect::<String>()
                     );
-                    let mut peers: Vec<TcpStream> =
-                        slots.into_iter().flatten().map(|s| s.stream).collect();
-                    abort_all(peers.iter_mut(), &msg, true);
-                    return Err(failure(msg, true));
+                    // Every process had the whole timeout to arrive: no lingering.
+                    (msg, wire::abort::TIMED_OUT, Duration::ZERO, 0)
                 }
                 Next::Left(i) => {
-                    door.finish();
                     let gone = slots[index[i]].take().map(|s| s.hello);
                     let missing: Vec<usize> =
                         (1..self.size).filter(|r| slots[r - 1].is_none()).collect();
@@ -213,74 +271,109 @@ impl TcpBootstrap {
                         ),
                         None => "a process left during the rendezvous".into(),
                     };
-                    let mut peers: Vec<TcpStream> =
-                        slots.into_iter().flatten().map(|s| s.stream).collect();
-                    abort_all(peers.iter_mut(), &msg, false);
-                    return Err(failure(msg, false));
+                    (msg, wire::abort::FAILED, LINGER_SHORT, 1)
                 }
-                Next::Hello(a) => match self.judge(&a, me, &slots) {
+                Next::Misbehaved(i) => {
+                    let from = peer_addr(streams[i]);
+                    if let Some(s) = slots[index[i]].take() {
+                        arrived -= 1;
+                        let h = &s.hello;
+                        let why = format!(
+                            "the process seated as rank {} (pid {} on {}) sent data before its \
+                             welcome: no process of this launch does; its rank is free again",
+                            h.rank, h.pid, h.host
+                        );
+                        refusals[h.rank] = Some(why.clone());
+                        door.refuse(s.stream, from, &why, "out of step");
+                    }
+                    continue;
+                }
+                Next::Hello(a) => match self.judge(&a.nonce, &a.body, me, &slots) {
                     Verdict::Seat(h) => {
                         let r = h.rank;
                         slots[r - 1] = Some(Seated {
                             hello: h,
                             stream: a.stream,
+                            challenge: a.nonce,
                         });
                         arrived += 1;
+                        continue;
                     }
-                    Verdict::Refuse(why, claimed) => {
+                    Verdict::Refuse { log, told, claimed } => {
                         if let Some(r) = claimed {
-                            refusals[r] = Some(format!("{why} (from {})", a.from));
+                            refusals[r] = Some(format!("{log} (from {})", a.from));
                         }
-                        door.refuse(a.stream, a.from, &why);
+                        door.refuse(a.stream, a.from, &log, told);
+                        continue;
                     }
-                    Verdict::Stop(why) => {
+                    Verdict::Stop(why, nonce) => {
                         let msg = format!("wrong launch: {why}");
-                        let mut peers: Vec<TcpStream> =
-                            slots.into_iter().flatten().map(|s| s.stream).collect();
-                        peers.push(a.stream);
-                        abort_launch(peers.iter_mut(), &msg);
-                        self.linger(
-                            &mut door,
-                            deadline,
+                        let mut misfit = a.stream;
+                        abort_unwelcomed(
+                            &self.key,
+                            std::iter::once((&mut misfit, &nonce)),
                             &msg,
-                            (self.size - 1).saturating_sub(peers.len()),
+                            wire::abort::LAUNCH,
                         );
-                        door.finish();
-                        return Err(Error::Launch(msg));
+                        (msg, wire::abort::LAUNCH, LINGER, 1)
                     }
                 },
-            }
+            };
+            // The launch stops: every seated process is told why, and so is every process of
+            // this launch that arrives while rank 0 lingers.
+            let mut seated: Vec<Seated> = slots.into_iter().flatten().collect();
+            abort_unwelcomed(
+                &self.key,
+                seated.iter_mut().map(|s| (&mut s.stream, &s.hello.nonce)),
+                &msg,
+                kind,
+            );
+            let late = (self.size - 1).saturating_sub(seated.len() + others);
+            self.linger(&mut door, linger, &msg, late);
+            door.finish();
+            return Err(match kind {
+                wire::abort::LAUNCH => Error::Launch(msg),
+                k => failure(msg, k == wire::abort::TIMED_OUT),
+            });
         }
         door.finish();
         self.welcome_all(me, slots.into_iter().flatten().collect())
     }
 
-    /// Rank 0 after a wrong launch: for a little while, tells the `late` processes that had not
-    /// arrived yet (those whose hello holds the key) why the launch stops, so they exit 6 too
-    /// instead of waiting for their timeout. Others are refused as usual.
-    fn linger(&self, door: &mut Door, deadline: Instant, msg: &str, mut late: usize) {
-        let until = deadline.min(Instant::now() + LINGER);
+    /// Rank 0 after the launch stopped during the meeting: for `how_long`, tells the `late`
+    /// processes that had not arrived yet (those whose hello holds the key) why the launch
+    /// stopped, signed, so they exit 6 at once instead of waiting for their timeout. Others are
+    /// refused as usual.
+    fn linger(&self, door: &mut Door, how_long: Duration, msg: &str, mut late: usize) {
+        let until = Instant::now() + how_long;
+        let told = format!("the launch stopped before this process arrived: {msg}");
         while late > 0 {
             match door.next(until, &[]) {
-                Next::Hello(a) => {
-                    let signed = a.body.len().checked_sub(auth::LEN).is_some_and(|n| {
-                        let (body, mac) = a.body.split_at(n);
-                        self.key.verify(&[b"hello", &a.nonce, body], mac)
-                    });
-                    if signed {
+                Next::Hello(a) => match signed_hello(&self.key, &a.nonce, &a.body) {
+                    Some(h) => {
                         let mut s = a.stream;
-                        abort_launch(std::iter::once(&mut s), msg);
+                        abort_unwelcomed(
+                            &self.key,
+                            std::iter::once((&mut s, &h.nonce)),
+                            &told,
+                            wire::abort::LAUNCH,
+                        );
                         late -= 1;
-                    } else {
-                        door.refuse(a.stream, a.from, "a hello not signed with this job's key");
                     }
-                }
-                Next::TimedOut | Next::Left(_) => return,
+                    None => door.refuse(
+                        a.stream,
+                        a.from,
+                        "a hello not signed with this job's key",
+                        "the hello is not signed with this job's key",
+                    ),
+                },
+                Next::TimedOut | Next::Left(_) | Next::Misbehaved(_) => return,
             }
         }
     }
 
-    /// Rank 0, once everyone is seated: local and group ranks for each, signed.
+    /// Rank 0, once everyone is seated: local and group ranks for each, signed; then each
+    /// connection's frames are sealed with its session key.
     fn welcome_all(&mut self, me: &Hello, all: Vec<Seated>) -> Result<Vec<Peer>> {
         let hashes: Vec<u64> = std::iter::once(me.hash)
             .chain(all.iter().map(|s| s.hello.hash))
@@ -297,15 +390,13 @@ impl TcpBootstrap {
             rank: groups[0].0,
             size: groups[0].1,
         };
-        let mut peers = Vec::with_capacity(all.len());
-        for (
-            i,
-            Seated {
+        let mut peers: Vec<Peer> = Vec::with_capacity(all.len());
+        for (i, s) in all.into_iter().enumerate() {
+            let Seated {
                 hello: h,
                 mut stream,
-            },
-        ) in all.into_iter().enumerate()
-        {
+                challenge,
+            } = s;
             let r = i + 1;
             let mut body = Encoder::default()
                 .u64(h.local_rank.unwrap_or(local_ranks[r]) as u64)
@@ -315,21 +406,17 @@ impl TcpBootstrap {
                 .0;
             let mac = self.key.sign(&[b"welcome", &h.nonce, &body]);
             body.extend_from_slice(&mac);
-            if let Err(e) = wire::send(&mut stream, wire::WELCOME, &body, self.timeout) {
-                let msg = format!("rank {r} ({}) left during the bootstrap: {e}", h.host);
-                abort_all(
-                    peers.iter_mut().map(|p: &mut Peer| &mut p.stream),
-                    &msg,
-                    false,
-                );
-                return Err(failure(msg, false));
-            }
-            let writer = beat::writer(&stream).map_err(|e| {
-                failure(
-                    format!("the connection of rank {r} ({}): {e}", h.host),
-                    false,
-                )
-            })?;
+            let session = self.key.session(&challenge, &h.nonce);
+            let linked = wire::send(&mut stream, wire::WELCOME, &body, self.timeout)
+                .and_then(|()| beat::link(stream, &session, Direction::FromRoot));
+            let (stream, writer) = match linked {
+                Ok(l) => l,
+                Err(e) => {
+                    let msg = format!("rank {r} ({}) left during the bootstrap: {e}", h.host);
+                    abort_peers(&peers, None, &msg, false);
+                    return Err(failure(msg, false));
+                }
+            };
             peers.push(Peer {
                 rank: r,
                 host: h.host,
@@ -345,24 +432,46 @@ impl TcpBootstrap {
     }
 
     /// Any rank but 0: connects to rank 0 (retrying until the timeout), answers its challenge
-    /// with a signed hello, and waits for a welcome signed over its own nonce.
-    pub(super) fn join(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<TcpStream> {
+    /// with a hello signed over a fresh nonce, and waits for a welcome signed over that nonce.
+    /// Returns the connection and its session key.
+    pub(super) fn join(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<(TcpStream, JobKey)> {
         let deadline = Instant::now() + self.timeout;
         let mut pause = Duration::from_millis(50);
         let mut last;
+        // Refusals (unsigned: from rank 0, or from anyone) and the last one's text.
+        let mut refused = (0usize, String::new());
         loop {
+            let mut hello = me.clone();
+            hello.nonce = auth::nonce().map_err(|e| failure(e.to_string(), false))?;
             last = match try_connect(&launch.host, launch.port, deadline) {
-                Ok(mut s) => match self.greet(&mut s, me, deadline)? {
-                    Some(body) => {
-                        self.take_welcome(&body, me)?;
-                        return Ok(s);
+                Ok(mut s) => match self.greet(&mut s, &hello, deadline)? {
+                    Attempt::Welcomed { body, challenge } => {
+                        self.take_welcome(&body, &hello)?;
+                        return Ok((s, self.key.session(&challenge, &hello.nonce)));
                     }
-                    None => "rank 0 dropped the connection before the welcome".to_string(),
+                    Attempt::Dropped(why) => why,
+                    Attempt::Refused(why) => {
+                        refused = (refused.0 + 1, why.clone());
+                        why
+                    }
                 },
                 Err(e) => e.to_string(),
             };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                if refused.0 > 0 {
+                    return Err(Error::Launch(format!(
+                        "rank {} ({}) was refused {} time(s) by the process at {} until its \
+                         timeout of {} ({} launch); the last answer: {}",
+                        self.rank,
+                        me.host,
+                        refused.0,
+                        self.address,
+                        secs(self.timeout),
+                        self.launcher,
+                        refused.1
+                    )));
+                }
                 return Err(failure(
                     format!(
                         "timed out after {}: rank {} ({}) could not reach rank 0 at {} \
@@ -382,20 +491,30 @@ impl TcpBootstrap {
         }
     }
 
-    /// One attempt: challenge, hello, answer. `None`: dropped before an answer (try again).
-    fn greet(&self, s: &mut TcpStream, me: &Hello, deadline: Instant) -> Result<Option<Vec<u8>>> {
+    /// One attempt: challenge, hello, answer.
+    fn greet(&self, s: &mut TcpStream, me: &Hello, deadline: Instant) -> Result<Attempt> {
         let _ = s.set_nodelay(true);
         let soon = deadline.min(Instant::now() + Duration::from_secs(5));
-        let nonce = match wire::recv_limited(s, soon, 64) {
-            Ok((wire::CHALLENGE, n)) if n.len() == auth::LEN => n,
-            Ok((wire::ABORT, body)) => return Err(self.aborted(&body)),
+        let challenge: [u8; auth::LEN] = match wire::recv_limited(s, soon, 4096) {
+            Ok((wire::CHALLENGE, n)) if n.len() == auth::LEN => {
+                let mut c = [0u8; auth::LEN];
+                c.copy_from_slice(&n);
+                c
+            }
+            // Before the hello nothing can be signed for this process: a refusal.
+            Ok((wire::ABORT, body)) => return Ok(Attempt::Refused(unsigned(&body))),
             Ok(_) => {
                 return Err(Error::Launch(format!(
                     "the process listening at {} is not an nccl-perf rank 0 of this version",
                     self.address
                 )));
             }
-            Err(RecvError::Closed | RecvError::TimedOut) => return Ok(None),
+            Err(RecvError::Closed | RecvError::TimedOut) => {
+                return Ok(Attempt::Dropped(
+                    "rank 0 closed the connection before its challenge (busy, or not yet ready)"
+                        .into(),
+                ));
+            }
             Err(RecvError::Other(e)) => {
                 return Err(Error::Launch(format!(
                     "the process listening at {} is not an nccl-perf rank 0 of this version ({e})",
@@ -405,18 +524,32 @@ impl TcpBootstrap {
         };
         let body = me.encode();
         let mut frame = body.clone();
-        frame.extend_from_slice(&self.key.sign(&[b"hello", &nonce, &body]));
+        frame.extend_from_slice(&self.key.sign(&[b"hello", &challenge, &body]));
         if wire::send(s, wire::HELLO, &frame, self.timeout).is_err() {
-            return Ok(None);
+            return Ok(Attempt::Dropped(
+                "rank 0 closed the connection during the hello".into(),
+            ));
         }
         match wire::recv_limited(s, deadline + super::GRACE, 4096) {
-            Ok((wire::WELCOME, body)) => Ok(Some(body)),
-            Ok((wire::ABORT, body)) => Err(self.aborted(&body)),
+            Ok((wire::WELCOME, body)) => Ok(Attempt::Welcomed { body, challenge }),
+            Ok((wire::ABORT, body)) => {
+                // Signed over this process' nonce: rank 0 stops the launch. Otherwise anyone
+                // may have sent it: a refusal, and this process tries again.
+                let fields = body.len().saturating_sub(auth::LEN);
+                let (fields, mac) = body.split_at(fields);
+                if self.key.verify(&[b"abort", &me.nonce, fields], mac) {
+                    Err(self.aborted(fields))
+                } else {
+                    Ok(Attempt::Refused(unsigned(&body)))
+                }
+            }
             Ok((t, _)) => Err(failure(
                 format!("rank 0 sent a {} instead of a welcome", wire::tag_name(t)),
                 false,
             )),
-            Err(RecvError::Closed) => Ok(None),
+            Err(RecvError::Closed) => Ok(Attempt::Dropped(
+                "rank 0 closed the connection before the welcome".into(),
+            )),
             Err(e) => Err(failure(
                 format!(
                     "rank 0 at {} did not welcome this process: {e:?}",
@@ -453,6 +586,33 @@ impl TcpBootstrap {
         };
         Ok(())
     }
+}
+
+/// How one attempt to meet rank 0 ended, short of an error.
+enum Attempt {
+    /// Rank 0's welcome (not checked yet) and the challenge it had sent.
+    Welcomed {
+        body: Vec<u8>,
+        challenge: [u8; auth::LEN],
+    },
+    /// The connection closed before an answer: try again.
+    Dropped(String),
+    /// An unsigned refusal (its text, cleaned): try again until the deadline.
+    Refused(String),
+}
+
+/// The text of an unsigned abort: anyone could have sent it, so it is cleaned and cut.
+fn unsigned(body: &[u8]) -> String {
+    let mut d = Decoder(body);
+    let _kind = d.u32();
+    let text = d.str().unwrap_or_default();
+    peer_text::clean(&text, 300)
+}
+
+/// The address a seated process connected from (for the refusal line).
+fn peer_addr(s: &TcpStream) -> SocketAddr {
+    s.peer_addr()
+        .unwrap_or_else(|_| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
 }
 
 /// Rank 0's listening socket, on the address the other ranks are given (`NCCL_PERF_RENDEZVOUS_BIND`
@@ -542,3 +702,6 @@ fn try_connect(
     }
     Err(last)
 }
+
+#[cfg(test)]
+mod tests;
