@@ -258,7 +258,7 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
         other: peer("1M", "evil\n# Avg bus bandwidth : 1"),
     };
     let all = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap();
-    assert_eq!(all[1].host, "evil?# Avg bus bandwidth : 1");
+    assert_eq!(all[1].host, "evil???Avg?bus?bandwidth?:?1");
     let boot = TwoProcesses {
         other: "{not json".into(),
     };
