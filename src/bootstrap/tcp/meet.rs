@@ -644,7 +644,7 @@ fn listen(launch: &TcpLaunch) -> Result<TcpListener> {
             }
         }
     };
-    TcpListener::bind(addr).map_err(|e| {
+    bind_listener(addr).map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::AddrInUse {
             "another process already listens on that port: a second rank 0 of this launch (check \
              that every process gets its own rank) or another job"
@@ -658,6 +658,26 @@ fn listen(launch: &TcpLaunch) -> Result<TcpListener> {
              process, or the address with NCCL_PERF_RENDEZVOUS_BIND=<ip>"
         ))
     })
+}
+
+/// How many connections the kernel queues before rank 0 accepts them (std's default is 128):
+/// under a flood a full queue drops the SYNs of real processes, which then wait a second or more
+/// to try again. The kernel caps it at `net.core.somaxconn` (4096 by default).
+const BACKLOG: i32 = 4096;
+
+/// A listening socket on `addr` (close-on-exec, address reuse as std sets it) with [`BACKLOG`].
+fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use rustix::net::{AddressFamily, SocketType, bind, listen, socket, sockopt};
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let fd = socket(family, SocketType::STREAM, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    bind(&fd, &addr)?;
+    listen(&fd, BACKLOG)?;
+    Ok(TcpListener::from(fd))
 }
 
 /// Why a connection to rank 0 could not be made (this attempt; the caller retries).
