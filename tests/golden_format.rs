@@ -13,12 +13,12 @@ mod common;
 use std::path::Path;
 
 use common::Golden;
-use nccl_perf::report::format::fit;
-use nccl_perf::report::json::writing_line;
-use nccl_perf::report::table::{
+use nccl_perf_report::format::fit;
+use nccl_perf_report::json::writing_line;
+use nccl_perf_report::table::{
     device_line, footer, header, memory_clamp_lines, memory_report, row, table_header, version_line,
 };
-use nccl_perf::report::{RunInfo, Summary};
+use nccl_perf_report::{RunInfo, Summary};
 
 /// Lines other modules print (CLI, bootstrap, error paths), recognised so that they are not
 /// mistaken for report lines we failed to compare.

@@ -272,9 +272,12 @@ mod tests {
                 }
             }
         }
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        // Every crate of the workspace (crates/*) and the programs (src/bin at the root).
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = Vec::new();
-        walk(&src, &mut files);
+        walk(&here.join(".."), &mut files);
+        walk(&here.join("../../src"), &mut files);
+        assert!(files.iter().any(|f| f.ends_with("bootstrap/launch.rs")));
         let mut found = Vec::new();
         let tests =
             |f: &Path| f.ends_with("tests.rs") || f.components().any(|c| c.as_os_str() == "tests");

@@ -24,7 +24,7 @@ pub mod code {
     pub const NUM_RESULTS: u8 = 7;
     /// `--locate` named a suspect (ours: free in nccl-tests, whose codes are 0–7 and 255, and 8
     /// is left for the next code it may add).
-    pub const SUSPECTS: u8 = 9;
+    pub const SUSPECTS: u8 = nccl_perf_locate::EXIT_SUSPECTS;
     /// Argument errors.
     pub const ARGS: u8 = 255;
 }
@@ -47,7 +47,7 @@ pub enum Error {
         code: u8,
     },
     /// A CUDA call failed.
-    #[error("Test CUDA failure {}:{} '{msg}'", site.file(), site.line())]
+    #[error("Test CUDA failure {}:{} '{msg}'", source_file(site.file()), site.line())]
     Cuda {
         /// Where in our code.
         site: &'static Location<'static>,
@@ -55,7 +55,7 @@ pub enum Error {
         msg: String,
     },
     /// An NCCL call failed.
-    #[error("Test NCCL failure {}:{} '{msg} / {last}'", site.file(), site.line())]
+    #[error("Test NCCL failure {}:{} '{msg} / {last}'", source_file(site.file()), site.line())]
     Nccl {
         /// Where in our code.
         site: &'static Location<'static>,
@@ -77,7 +77,7 @@ pub enum Error {
         found: i64,
     },
     /// A wait exceeded `-T` seconds; the communicators were aborted.
-    #[error("Test timeout ({secs}s) {}:{}{during}", site.file(), site.line())]
+    #[error("Test timeout ({secs}s) {}:{}{during}", source_file(site.file()), site.line())]
     Timeout {
         /// The `-T` value.
         secs: i64,
@@ -205,7 +205,7 @@ impl Error {
             println!(
                 " .. {host} pid {}: Test failure {}:{}",
                 std::process::id(),
-                file!(),
+                source_file(file!()),
                 line!()
             );
         } else {
@@ -260,6 +260,16 @@ impl Error {
             site: Location::caller(),
             msg: msg.into(),
         }
+    }
+}
+
+/// A source file of this crate as failure lines print it: relative to the crate (`src/error.rs`),
+/// as nccl-tests prints its own file names, wherever the workspace was built (`file!()` and
+/// [`Location`] say `crates/bench/src/error.rs`, or an absolute path).
+pub fn source_file(file: &str) -> &str {
+    match file.find("crates/bench/src/") {
+        Some(i) => &file[i + "crates/bench/".len()..],
+        None => file,
     }
 }
 

@@ -1,9 +1,15 @@
-//! nccl-perf: a native reimplementation of NVIDIA's nccl-tests `*_perf` benchmarks.
+//! nccl-perf's benchmark core: a native reimplementation of NVIDIA's nccl-tests `*_perf`
+//! benchmarks.
 //!
-//! Each binary is `nccl_perf::main_for(&Collective)` (or [`main_with`] for a collective configured
-//! at start): parse the nccl-tests command line, run the sweep on the GPUs, print the nccl-tests
-//! table, exit with nccl-tests' exit codes. The `nccl-perf` binary is [`tool::main`]: logs and
-//! JSON files to tables, plots and verdicts.
+//! Each binary is `nccl_perf_bench::main_for(&Collective)` (or [`main_with`] for a collective
+//! configured at start): parse the nccl-tests command line, run the sweep on the GPUs, print the
+//! nccl-tests table, exit with nccl-tests' exit codes. The `nccl-perf` binary is another crate's
+//! (`nccl-perf-tool`: logs and JSON files to tables, plots and verdicts); none of its plotting
+//! or man-page code is linked into the benchmarks.
+//!
+//! The crates this one builds on are re-exported under the module names they had when they
+//! were modules of it ([`cli`], [`types`], [`locate`], [`report`]), so that `crate::report::…`
+//! paths keep meaning what they meant.
 //!
 //! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code`, and
 //! in the MPI bootstrap's one `Send` promise for rsmpi's handles (`bootstrap/mpi.rs`); system
@@ -11,36 +17,32 @@
 #![deny(unsafe_code)]
 
 pub mod bootstrap;
-pub mod cli;
-mod cnum;
 pub mod collective;
-mod environment;
+pub mod environment;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod gpu;
 mod host;
-pub mod locate;
 pub mod options;
-pub mod report;
 pub mod runner;
 mod sweep;
-pub mod tool;
-pub mod types;
 pub mod verify;
+
+/// The command line's definitions and parser (crate `nccl-perf-cli`).
+pub use nccl_perf_cli as cli;
+// Numbers read as nccl-tests' C code reads them (crate `nccl-perf-cli`).
+use nccl_perf_cli::cnum;
+pub use nccl_perf_cli::program_name;
+/// Datatypes and reduction operations (crate `nccl-perf-cli`).
+pub use nccl_perf_cli::types;
+/// `--locate`'s schedules, judgement and verdicts (crate `nccl-perf-locate`).
+pub use nccl_perf_locate as locate;
+/// The table, JSON and CSV the benchmarks write (crate `nccl-perf-report`).
+pub use nccl_perf_report as report;
 
 use error::code;
 use options::OptionsError;
 use std::process::ExitCode;
-
-/// The program name as nccl-tests prints it: `argv[0]` after the last `/` or `\`.
-pub fn program_name(argv0: &str) -> String {
-    argv0
-        .rsplit(['/', '\\'])
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("nccl-perf")
-        .to_string()
-}
 
 /// Turns any panic into one line on stderr, never a backtrace, and never a hang of threads
 /// waiting for the panicking one (they stop as after any failed thread); the program then ends
@@ -55,7 +57,7 @@ fn install_panic_hook(program: String) {
             .unwrap_or_else(|| "unknown panic".into());
         let place = info
             .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .map(|l| format!(" at {}:{}", error::source_file(l.file()), l.line()))
             .unwrap_or_default();
         eprintln!("{program}: internal error: {msg}{place} (a bug in nccl-perf; please report it)");
         runner::interrupt::thread_failed(&error::Error::Panicked);
@@ -128,7 +130,7 @@ impl Startup {
                     println!(
                         " .. {host} pid {}: Test failure {}:{}",
                         std::process::id(),
-                        file!(),
+                        error::source_file(file!()),
                         line!()
                     );
                 }
@@ -175,20 +177,4 @@ pub fn main_with<C: collective::Collective>(
             }
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn program_names() {
-        assert_eq!(
-            program_name("/opt/nccl-tests/build/all_reduce_perf"),
-            "all_reduce_perf"
-        );
-        assert_eq!(program_name("all_gather_perf"), "all_gather_perf");
-        assert_eq!(program_name("C:\\x\\a.exe"), "a.exe");
-        assert_eq!(program_name(""), "nccl-perf");
-    }
 }

@@ -1,16 +1,33 @@
 //! The command line as nccl-tests v2.19.6 accepts it: GNU-style short and long options, each
 //! (but `-h`) with a required value, unambiguous long-name prefixes, last occurrence wins, and
-//! stray non-option words ignored. Values are kept as raw strings here; `options` gives them
-//! meaning.
+//! stray non-option words ignored. Values are kept as raw strings here; the benchmark core's
+//! `options` gives them meaning.
+//!
+//! The crate is the benchmarks' command-line vocabulary, shared by the benchmark core, the
+//! report reader (a `-J` file's `args`) and the `nccl-perf` tool (man pages, completions):
+//! the options' one definition ([`OPTIONS`]), [`cnum`] (numbers read as nccl-tests' C code reads
+//! them), [`types`] (datatypes and reduction operations) and [`program_name`].
 
 use crate::types::{DataType, RedOp};
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Command, ValueHint};
 use std::ffi::OsString;
 
+pub mod cnum;
 mod spec;
+pub mod types;
 
 pub use spec::{DefaultValue, OPTIONS, Spec, Value, spec};
+
+/// The program name as nccl-tests prints it: `argv[0]` after the last `/` or `\`.
+pub fn program_name(argv0: &str) -> String {
+    argv0
+        .rsplit(['/', '\\'])
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("nccl-perf")
+        .to_string()
+}
 
 /// The usage text printed by `-h`, in nccl-tests' layout (TAB-indented, trailing spaces kept).
 pub fn usage(program: &str) -> String {
@@ -98,7 +115,7 @@ pub fn command_for_docs() -> Command {
             Some(Value::Op) => a.value_parser(PossibleValuesParser::new(ops.clone())),
             Some(Value::File) => a.value_hint(ValueHint::FilePath),
             Some(Value::Schedule) => a.value_parser(PossibleValuesParser::new(
-                crate::locate::schedule::Kind::ALL.map(|k| k.name()),
+                nccl_perf_locate::schedule::Kind::ALL.map(|k| k.name()),
             )),
             Some(_) => a,
         }
@@ -174,6 +191,17 @@ fn describe(e: clap::Error) -> ArgsError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_names() {
+        assert_eq!(
+            program_name("/opt/nccl-tests/build/all_reduce_perf"),
+            "all_reduce_perf"
+        );
+        assert_eq!(program_name("all_gather_perf"), "all_gather_perf");
+        assert_eq!(program_name("C:\\x\\a.exe"), "a.exe");
+        assert_eq!(program_name(""), "nccl-perf");
+    }
 
     fn val(raw: &RawArgs, long: &str) -> Option<String> {
         raw.get(long).map(|v| v.to_string_lossy().into_owned())

@@ -1,10 +1,10 @@
 //! One definition per option of the benchmarks: flags, nccl-tests' `-h` text, our help text,
 //! the default and the kind of value. The parser ([`super::parse`]), the `-h` text
-//! ([`super::usage`]), the defaults of [`crate::options`], the man pages, shell completions and
-//! the options table of the documentation (`nccl-perf` tool, [`crate::tool::docs`]) are all made
+//! ([`super::usage`]), the defaults of the benchmark core's `options`, the man pages, shell completions and
+//! the options table of the documentation (`nccl-perf` tool, its `docs` module) are all made
 //! from [`OPTIONS`].
 
-/// What an option's value is. [`crate::options`] gives each value its meaning; the kind says
+/// What an option's value is. The benchmark core's `options` gives each value its meaning; the kind says
 /// what documentation and completions offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {

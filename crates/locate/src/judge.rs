@@ -236,7 +236,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locate::round::{Phase, RoundBuilder};
+    use crate::round::{Phase, RoundBuilder};
 
     fn measured(busbw: f64) -> GroupOutcome {
         GroupOutcome::Measured {

@@ -7,7 +7,7 @@
 //! adaptive steps then re-test and bisect suspects ([`bisect`]) until each is named with its
 //! evidence ([`verdict`]). The rounds are run by a [`seam::RoundRunner`]: the benchmark runner on
 //! GPUs, or the model cluster of the tests (`oracle::locate_model`). [`output`] prints the per-group and verdict lines,
-//! [`json`] the full record, [`plot`] the pair matrix and node bars. docs/locate.md is the
+//! [`json`] the full record (the `nccl-perf` tool plots it: the pair matrix and node bars). docs/locate.md is the
 //! user's guide and cost model.
 
 pub mod bisect;
@@ -17,7 +17,6 @@ pub mod json;
 pub mod judge;
 pub mod matrix;
 pub mod output;
-pub mod plot;
 pub mod rng;
 pub mod round;
 pub mod schedule;
@@ -39,7 +38,7 @@ use verdict::{Culprit, Verdict};
 
 /// Exit code of a locate run that names a suspect. Not one of nccl-tests' codes (0–7, 255)
 /// nor ours (130, 143): 8 is left free for the next code nccl-tests may add after 7.
-pub const EXIT_SUSPECTS: u8 = crate::error::code::SUSPECTS;
+pub const EXIT_SUSPECTS: u8 = 9;
 
 /// How to locate.
 #[derive(Debug, Clone, PartialEq)]

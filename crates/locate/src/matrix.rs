@@ -201,10 +201,10 @@ pub fn analyse(m: &PairMatrix, th: &Thresholds) -> Findings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locate::judge::Judgement;
-    use crate::locate::round::{Round, RoundBuilder};
-    use crate::locate::schedule::round_robin;
-    use crate::locate::seam::GroupOutcome;
+    use crate::judge::Judgement;
+    use crate::round::{Round, RoundBuilder};
+    use crate::schedule::round_robin;
+    use crate::seam::GroupOutcome;
 
     /// A full round-robin of `n` one-GPU nodes with busbw from `f`.
     fn matrix(n: usize, f: impl Fn(usize, usize) -> Option<f64>) -> PairMatrix {

@@ -461,8 +461,8 @@ fn spikes(rows: &[Samples], threshold: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::run::{Source, TextDetails};
-    use crate::report::{DeviceInfo, PerIterStats, RunInfo, Step};
+    use crate::run::{Source, TextDetails};
+    use crate::{DeviceInfo, PerIterStats, RunInfo, Step};
 
     fn info() -> RunInfo {
         RunInfo {

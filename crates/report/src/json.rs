@@ -142,7 +142,7 @@ impl JsonReport {
     }
 
     /// Adds the `nccl_perf_problems` array (written last, only when not empty): why the run's
-    /// numbers cannot be trusted, one line each ([`crate::report::health`]). Readers of
+    /// numbers cannot be trusted, one line each ([`crate::health`]). Readers of
     /// upstream's schema ignore it.
     pub fn set_problems(&mut self, problems: Vec<String>) {
         self.problems = problems;

@@ -5,14 +5,14 @@
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
 //! and `json::read` JSON files into [`run::Run`]s; `markdown` renders them for documents.
 
-pub(crate) mod csv;
+pub mod csv;
 pub mod format;
 pub mod health;
 pub mod iterations;
 pub mod json;
-pub(crate) mod markdown;
+pub mod markdown;
 pub mod parse;
-pub(crate) mod read;
+pub mod read;
 pub mod run;
 pub mod split;
 pub mod table;

@@ -62,7 +62,7 @@ pub fn lines(groups: &[SplitGroup]) -> String {
 
 /// `0,2,4-7`: ranks with runs collapsed.
 fn ranks(v: &[usize]) -> String {
-    crate::locate::round::list(v)
+    nccl_perf_locate::round::list(v)
 }
 
 #[cfg(test)]

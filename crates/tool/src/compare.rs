@@ -16,10 +16,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::error::ToolError;
 use super::metric::{Half, Metric};
-use crate::report::RowResult;
-use crate::report::format::c_g;
-use crate::report::health::{self, Check};
-use crate::report::run::Run;
+use nccl_perf_report::RowResult;
+use nccl_perf_report::format::c_g;
+use nccl_perf_report::health::{self, Check};
+use nccl_perf_report::run::Run;
 
 /// The verdict of a comparison, worst first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

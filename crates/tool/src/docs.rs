@@ -1,6 +1,6 @@
 //! `nccl-perf completions` and `nccl-perf man`: shell completion scripts and man pages generated
 //! from the clap definitions the programs parse with — the tool's own, and the benchmarks'
-//! ([`crate::cli::command_for_docs`]) — so they list exactly the options that are accepted.
+//! ([`nccl_perf_cli::command_for_docs`]) — so they list exactly the options that are accepted.
 //!
 //! Program names may carry an install suffix (`all_reduce_perf_mpi`, nccl-tests' `NAME_SUFFIX`):
 //! completions are keyed on the name the shell sees, so they are generated per installed name.
@@ -25,9 +25,9 @@ pub struct Benchmark {
     pub operation: &'static str,
 }
 
-/// The benchmark programs, from [`crate::collective::all`].
+/// The benchmark programs, from [`nccl_perf_bench::collective::all`].
 pub fn benchmarks() -> Vec<Benchmark> {
-    crate::collective::all()
+    nccl_perf_bench::collective::all()
         .iter()
         .map(|c| Benchmark {
             program: format!("{}_perf", c.name()),
@@ -40,7 +40,7 @@ pub fn benchmarks() -> Vec<Benchmark> {
 /// The ENVIRONMENT entries of the man page of `collective`'s benchmark: our variables for
 /// users, then the launchers'.
 fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
-    use crate::environment::{Audience, LAUNCHERS, VARIABLES};
+    use nccl_perf_bench::environment::{Audience, LAUNCHERS, VARIABLES};
     VARIABLES
         .iter()
         .filter(|v| v.audience == Audience::User && v.only.is_none_or(|c| c == collective))
@@ -54,12 +54,12 @@ fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
 }
 
 /// `docs/options.md`: the benchmarks' options and environment variables as tables, made from
-/// [`crate::cli::OPTIONS`] and [`crate::environment`] (its test keeps the file current and
+/// [`nccl_perf_cli::OPTIONS`] and [`nccl_perf_bench::environment`] (its test keeps the file current and
 /// rewrites it with `UPDATE_DOCS=1`).
 #[cfg(test)]
 fn options_markdown() -> String {
-    use crate::cli::{DefaultValue, OPTIONS, Value};
-    use crate::environment::{Audience, LAUNCHERS, VARIABLES};
+    use nccl_perf_bench::environment::{Audience, LAUNCHERS, VARIABLES};
+    use nccl_perf_cli::{DefaultValue, OPTIONS, Value};
     let cell = |s: &str| {
         s.replace('|', "\\|")
             .replace('<', "&lt;")
@@ -68,7 +68,8 @@ fn options_markdown() -> String {
     };
     let mut md = String::from(
         "# Options and environment of the benchmarks\n\n\
-         Generated from `src/cli/spec.rs` and `src/environment.rs` (`UPDATE_DOCS=1 cargo test --lib \
+         Generated from `crates/cli/src/spec.rs` and `crates/bench/src/environment.rs` \
+         (`UPDATE_DOCS=1 cargo test --lib \
          options_doc` rewrites it); `-h` prints nccl-tests' own text, `nccl-perf man <benchmark>` \
          the same as a man page.\n\n## Options\n\n\
          | Option | Value | Default | Meaning |\n| --- | --- | --- | --- |\n",
@@ -107,8 +108,8 @@ fn options_markdown() -> String {
 
 /// How the documentation table names a kind of value.
 #[cfg(test)]
-fn describe(value: crate::cli::Value) -> &'static str {
-    use crate::cli::Value;
+fn describe(value: nccl_perf_cli::Value) -> &'static str {
+    use nccl_perf_cli::Value;
     match value {
         Value::Flag => "",
         Value::Integer => "integer",
@@ -240,9 +241,9 @@ fn default_programs(suffix: &str) -> Vec<Program> {
 }
 
 /// The documented command line of a benchmark installed as `program`, timing `op`: the
-/// options the benchmarks parse ([`crate::cli::command_for_docs`]), with a description.
+/// options the benchmarks parse ([`nccl_perf_cli::command_for_docs`]), with a description.
 pub fn benchmark_command(program: &str, op: &str) -> Command {
-    crate::cli::command_for_docs()
+    nccl_perf_cli::command_for_docs()
         .bin_name(program)
         .display_name(program)
         .about(format!(
@@ -473,7 +474,7 @@ mod tests {
     /// `docs/options.md` is what [`options_markdown`] makes; `UPDATE_DOCS=1` rewrites it.
     #[test]
     fn options_doc_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/options.md");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/options.md");
         let want = options_markdown();
         if std::env::var_os("UPDATE_DOCS").is_some() {
             std::fs::write(&path, &want).expect("write docs/options.md");
@@ -514,7 +515,7 @@ mod tests {
     fn benchmark_command_keeps_parsing_options() {
         // The documented command is the parser's: every option, short and long, is there.
         let cmd = benchmark_command("all_reduce_perf", "AllReduce");
-        for o in crate::cli::OPTIONS {
+        for o in nccl_perf_cli::OPTIONS {
             let arg = cmd
                 .get_arguments()
                 .find(|a| a.get_id() == o.long)

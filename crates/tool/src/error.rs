@@ -1,6 +1,6 @@
 //! Why a command of the `nccl-perf` tool failed (printed as `nccl-perf: <error>`, exit 2).
 
-use crate::report::run::ReadError;
+use nccl_perf_report::run::ReadError;
 
 /// A failed `nccl-perf` command.
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +39,9 @@ pub enum ToolError {
         /// The file.
         path: String,
         /// Why not.
-        source: crate::locate::json::ReadError,
+        source: nccl_perf_locate::json::ReadError,
     },
     /// A locate record that cannot be drawn.
     #[error(transparent)]
-    LocatePlot(#[from] crate::locate::plot::PlotError),
+    LocatePlot(#[from] crate::locate_plot::PlotError),
 }

@@ -6,11 +6,12 @@
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
 //! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
 //! `--max-regression`, 2 invalid usage or an input that cannot be read, 3 a run is broken
-//! ([`crate::report::health`]), 4 `compare` of runs that measured different things.
+//! ([`nccl_perf_report::health`]), 4 `compare` of runs that measured different things.
 
 mod compare;
 mod docs;
 mod error;
+pub mod locate_plot;
 mod metric;
 mod plot;
 
@@ -24,11 +25,11 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use crate::report::health::{self, Check};
-use crate::report::parse::ParseOptions;
-use crate::report::read::read_file;
-use crate::report::run::Run;
-use crate::report::{csv, markdown};
+use nccl_perf_report::health::{self, Check};
+use nccl_perf_report::parse::ParseOptions;
+use nccl_perf_report::read::read_file;
+use nccl_perf_report::run::Run;
+use nccl_perf_report::{csv, markdown};
 
 /// Exit code for a regression found by `compare`.
 pub const EXIT_REGRESSION: u8 = 1;
@@ -210,7 +211,7 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
             let runs = load(&strings("LOG"))?;
             let text: String = runs
                 .iter()
-                .map(|r| crate::report::json::of_run::document(r) + "\n")
+                .map(|r| nccl_perf_report::json::of_run::document(r) + "\n")
                 .collect();
             emit(m.get_one::<String>("output"), &text)?;
             Ok(tell_problems(&runs))
@@ -218,7 +219,7 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
         "report" => {
             let runs = load(&strings("FILE"))?;
             if let Some(view) = m.get_one::<String>("view") {
-                use crate::report::iterations::{View, ViewOptions, render};
+                use nccl_perf_report::iterations::{View, ViewOptions, render};
                 let options = ViewOptions {
                     view: View::parse(view).unwrap_or(View::Straggler),
                     in_place: m.get_flag("in-place"),
@@ -266,7 +267,7 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
                 half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
                 max_regression: m.get_one::<f64>("max-regression").copied(),
-                min_size: crate::cnum::parse_size(min_size)
+                min_size: nccl_perf_cli::cnum::parse_size(min_size)
                     .map_err(|e| ToolError::Usage(format!("--min-size {min_size}: {e}")))?,
                 allow: m
                     .get_many::<String>("allow")
@@ -303,7 +304,7 @@ fn plot_locate(
                     .map(|_| head)
             })
             .unwrap_or_default();
-        if crate::locate::json::is_locate(&head) {
+        if nccl_perf_locate::json::is_locate(&head) {
             locate = Some(p.clone());
         }
     }
@@ -316,17 +317,17 @@ fn plot_locate(
         )));
     }
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        ToolError::Read(crate::report::run::ReadError::whole(
+        ToolError::Read(nccl_perf_report::run::ReadError::whole(
             &path,
             format!("cannot read: {e}"),
         ))
     })?;
-    let doc = crate::locate::json::read(&text).map_err(|source| ToolError::LocateRecord {
+    let doc = nccl_perf_locate::json::read(&text).map_err(|source| ToolError::LocateRecord {
         path: path.clone(),
         source,
     })?;
     let output = m.get_one::<String>("output").cloned().unwrap_or_default();
-    let notes = crate::locate::plot::plot(&doc, &output, size)?;
+    let notes = crate::locate_plot::plot(&doc, &output, size)?;
     for note in notes {
         eprintln!("nccl-perf: note: {note}");
     }
@@ -357,7 +358,7 @@ pub fn report(runs: &[Run], format: &str) -> String {
             let fields = header.split(',').count();
             let mut out = header.trim_end().to_string() + ",problems\n";
             for run in runs {
-                let problems = csv::field(&crate::report::health::problem_lines(run).join("; "));
+                let problems = csv::field(&nccl_perf_report::health::problem_lines(run).join("; "));
                 for row in &run.rows {
                     let record = csv::record(&run.info.program, row, columns);
                     out += &format!("{},{problems}\n", record.trim_end());
@@ -376,7 +377,7 @@ pub fn report(runs: &[Run], format: &str) -> String {
             .join("\n"),
         "json" => runs
             .iter()
-            .map(|r| crate::report::json::of_run::document(r) + "\n")
+            .map(|r| nccl_perf_report::json::of_run::document(r) + "\n")
             .collect(),
         _ => runs.iter().map(Run::to_text).collect(),
     }

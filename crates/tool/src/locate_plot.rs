@@ -7,11 +7,11 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::json::LocateJson;
-use super::round::{Role, Subject};
-use super::seam::GroupOutcome;
-use super::stats::upper_median;
-use super::verdict::Culprit;
+use nccl_perf_locate::json::LocateJson;
+use nccl_perf_locate::round::{Role, Subject};
+use nccl_perf_locate::seam::GroupOutcome;
+use nccl_perf_locate::stats::upper_median;
+use nccl_perf_locate::verdict::Culprit;
 
 /// Most heatmap cells per side; larger matrices are drawn in blocks.
 const MAX_CELLS: usize = 128;

@@ -1,6 +1,6 @@
 //! What `plot` and `compare` look at: a metric of each half-row, and which halves.
 
-use crate::report::HalfResult;
+use nccl_perf_report::HalfResult;
 
 /// The quantity a plot or comparison looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use plotters::prelude::*;
 
 use super::error::ToolError;
 use super::metric::{Half, Metric};
-use crate::report::run::Run;
+use nccl_perf_report::run::Run;
 
 /// What to draw and where.
 #[derive(Debug, Clone)]
@@ -209,7 +209,7 @@ fn draw<DB: DrawingBackend>(
         .x_label_formatter(&|x| human_size(*x))
         .y_label_formatter(&|y| {
             let v = if log_y { 10f64.powf(*y) } else { *y };
-            crate::report::format::c_g(v)
+            nccl_perf_report::format::c_g(v)
         })
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 15))
@@ -268,7 +268,7 @@ fn human_size(x: f64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    format!("{} {}", crate::report::format::c_g(value), units[unit])
+    format!("{} {}", nccl_perf_report::format::c_g(value), units[unit])
 }
 
 #[cfg(test)]

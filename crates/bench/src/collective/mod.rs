@@ -41,7 +41,7 @@ use crate::types::RedOp;
 
 /// Every benchmark of the suite, in nccl-tests' order (alltoallv with its default, generated
 /// traffic): the one list of benchmarks that documentation, completions and tests use. Each is
-/// the binary `<name>_perf` (`src/bin/`).
+/// the binary `<name>_perf` (the root package's `src/bin/`).
 pub fn all() -> Vec<Box<dyn Collective>> {
     vec![
         Box::new(AllReduce),

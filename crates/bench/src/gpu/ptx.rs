@@ -18,11 +18,11 @@ pub struct Bundled {
 pub const BUNDLED: &[Bundled] = &[
     Bundled {
         arch: (7, 5),
-        text: include_str!("../../kernels/ptx/verifiable.compute_75.ptx"),
+        text: include_str!("../../../../kernels/ptx/verifiable.compute_75.ptx"),
     },
     Bundled {
         arch: (5, 2),
-        text: include_str!("../../kernels/ptx/verifiable.compute_52.ptx"),
+        text: include_str!("../../../../kernels/ptx/verifiable.compute_52.ptx"),
     },
 ];
 

@@ -6,7 +6,7 @@
 use crate::types::{DataType, RedOp};
 
 /// CUDA C++ source of every kernel (`kernels/verifiable.cu`).
-pub const SOURCE: &str = include_str!("../../kernels/verifiable.cu");
+pub const SOURCE: &str = include_str!("../../../../kernels/verifiable.cu");
 
 /// Threads per block of every kernel launch.
 pub const BLOCK: u32 = 512;

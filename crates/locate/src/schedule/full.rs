@@ -11,7 +11,7 @@ use super::super::topology::Topology;
 use super::super::verdict::{Culprit, span, times};
 use super::followup::{Followup, LinkSuspect, NodeSuspect};
 use super::{Conclusion, Context, Schedule, round_robin};
-use crate::locate::history::RoundRecord;
+use crate::history::RoundRecord;
 
 /// The `full` schedule's state.
 #[derive(Debug, Clone)]

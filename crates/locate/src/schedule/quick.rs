@@ -17,7 +17,7 @@ use super::super::verdict::{Culprit, Verdict};
 use super::followup::{Followup, LinkSuspect, NodeSuspect};
 use super::full::Full;
 use super::{Conclusion, Context, Schedule};
-use crate::locate::bisect::result_word;
+use crate::bisect::result_word;
 
 /// Below this many nodes quick runs full.
 const MIN_NODES: usize = 8;
@@ -283,7 +283,7 @@ impl Quick {
 }
 
 impl Schedule for Quick {
-    fn references(&self) -> Vec<(crate::locate::judge::Shape, f64)> {
+    fn references(&self) -> Vec<(crate::judge::Shape, f64)> {
         self.fallback
             .as_ref()
             .map(Schedule::references)

@@ -3,8 +3,8 @@
 //! health in `nccl_perf_problems`.
 
 use super::{Device, ExtraLine, JsonReport, LogJson};
-use crate::report::health;
-use crate::report::run::Run;
+use crate::health;
+use crate::run::Run;
 
 /// Upstream's JSON document (schema 3, one line) for `run`. A run read from a log also
 /// gets the `nccl_perf_log` object that keeps what the schema cannot hold, and a broken run

@@ -9,9 +9,9 @@
 use serde::Deserialize;
 
 use super::schema::{Device, LogJson};
-use crate::report::format::NO_ROWS_AVERAGE;
-use crate::report::run::{ReadError, Run, Source, TextDetails};
-use crate::report::{HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
+use crate::format::NO_ROWS_AVERAGE;
+use crate::run::{ReadError, Run, Source, TextDetails};
+use crate::{HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
 
 /// Reads every JSON document of `text` (`file` names it in errors and sources).
 pub fn read_documents(text: &str, file: &str) -> Result<Vec<Run>, ReadError> {
@@ -202,7 +202,7 @@ impl DocIn {
             program: self
                 .args
                 .first()
-                .map(|a| crate::program_name(a))
+                .map(|a| nccl_perf_cli::program_name(a))
                 .unwrap_or_default(),
             nthreads: c.nthreads,
             ngpus: c.ngpus,
@@ -365,12 +365,14 @@ struct ArgFlags {
 
 impl ArgFlags {
     fn from_args(args: &[String]) -> ArgFlags {
-        let Ok(raw) = crate::cli::parse(args.iter().skip(1)) else {
+        let Ok(raw) = nccl_perf_cli::parse(args.iter().skip(1)) else {
             return ArgFlags::default();
         };
         let int = |long: &str| {
             raw.get(long)
-                .and_then(|v| crate::cnum::strtol(&v.to_string_lossy()).and_then(|(n, _)| n))
+                .and_then(|v| {
+                    nccl_perf_cli::cnum::strtol(&v.to_string_lossy()).and_then(|(n, _)| n)
+                })
                 .unwrap_or(0)
         };
         ArgFlags {

@@ -4,7 +4,7 @@
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
+use crate::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
 
 /// A double as upstream writes it, except that NaN and infinities become strings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,8 +44,8 @@ pub(super) struct Document<'a> {
     pub nccl_perf_log: Option<&'a LogJson>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub nccl_perf_problems: &'a [String],
-    #[serde(skip_serializing_if = "<[crate::report::split::SplitGroup]>::is_empty")]
-    pub nccl_perf_split_groups: &'a [crate::report::split::SplitGroup],
+    #[serde(skip_serializing_if = "<[crate::split::SplitGroup]>::is_empty")]
+    pub nccl_perf_split_groups: &'a [crate::split::SplitGroup],
 }
 
 /// `config`.

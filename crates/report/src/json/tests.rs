@@ -1,8 +1,8 @@
 //! Unit tests of the JSON writer (the golden comparison is in `tests/golden_json.rs`).
 
 use super::*;
-use crate::report::format::NO_ROWS_AVERAGE;
-use crate::report::{HalfResult, PerIterStats, Step};
+use crate::format::NO_ROWS_AVERAGE;
+use crate::{HalfResult, PerIterStats, Step};
 use serde_json::{Value, json};
 
 fn info() -> RunInfo {
@@ -235,7 +235,7 @@ fn split_groups_are_an_extra_key_after_upstreams() {
     r.add_row(&row());
     let plain: Value = serde_json::from_str(&r.render(&summary(), "end")).unwrap();
     assert!(plain.get("nccl_perf_split_groups").is_none());
-    r.set_split_groups(vec![crate::report::split::SplitGroup {
+    r.set_split_groups(vec![crate::split::SplitGroup {
         color: 1,
         ranks: vec![1, 3],
         average_bus_bw: 0.5,

@@ -2,7 +2,7 @@
 //! and footer lines of nccl-tests (v2.19.6 and older layouts, spec §3.9). Each reader returns
 //! a [`LineError`]; the caller adds file and line.
 
-use crate::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
+use crate::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
 
 /// What is wrong with one line of a log (the caller adds the file and the line number).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! the layouts of older nccl-tests versions (spec §3.9), and broken input.
 
 use super::*;
-use crate::report::Step;
+use crate::Step;
 
 /// A complete v2.19.6 test (one GPU, validation on), as nccl-tests prints it.
 const V2_19_6: &str = "\

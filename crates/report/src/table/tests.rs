@@ -2,8 +2,8 @@
 //! `tests/golden_format.rs`).
 
 use super::*;
-use crate::report::PerIterStats;
-use crate::report::format::NO_ROWS_AVERAGE;
+use crate::PerIterStats;
+use crate::format::NO_ROWS_AVERAGE;
 
 fn info() -> RunInfo {
     RunInfo {
