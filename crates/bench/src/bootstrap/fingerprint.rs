@@ -20,6 +20,44 @@ pub struct Fingerprint(pub Vec<String>);
 impl Fingerprint {
     /// The fingerprint of `program` run with `o`.
     pub fn of_run(program: &str, o: &Options) -> Fingerprint {
+        // Every option, field by field: each is an item below but the `-J` file (world rank
+        // 0's alone), so a new option does not compile until it is one or said not to be.
+        let Options {
+            nthreads: _,
+            ngpus: _,
+            min_bytes: _,
+            max_bytes: _,
+            step_bytes: _,
+            step_factor: _,
+            iters: _,
+            agg_iters: _,
+            warmup_iters: _,
+            run_cycles: _,
+            check: _,
+            ops: _,
+            types: _,
+            all_types: _,
+            roots: _,
+            blocking: _,
+            stream_null: _,
+            timeout_s: _,
+            graph: _,
+            report_cputime: _,
+            report_timestamps: _,
+            output_file: _,
+            average: _,
+            register: _,
+            memory_report: _,
+            unalign: _,
+            per_iter: _,
+            per_iter_skip: _,
+            parallel_init: _,
+            cta_policy: _,
+            device_impl: _,
+            device_cta_count: _,
+            dry_run: _,
+            locate: _,
+        } = o;
         let roots = match o.roots {
             Roots::All => "all".to_string(),
             Roots::One(r) => r.to_string(),
@@ -117,6 +155,17 @@ fn locate(o: &Options) -> Vec<String> {
     let Some(l) = &o.locate else {
         return vec!["--locate off".to_string()];
     };
+    // Field by field, as in `of_run`: all are items but `lines` and `json` (rank 0's).
+    let crate::options::LocateOptions {
+        schedule: _,
+        size: _,
+        iters: _,
+        deadline: _,
+        thresholds: _,
+        seed: _,
+        lines: _,
+        json: _,
+    } = l;
     let t = &l.thresholds;
     vec![
         format!("--locate {}", l.schedule.name()),

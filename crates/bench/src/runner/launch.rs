@@ -112,30 +112,68 @@ fn guarded(
 }
 
 /// The parameters shown in the header, from the options (sizes before the memory clamp).
+/// Every option is named, field by field: a new option does not compile until it is shown or
+/// said not to be (`_`: the header and the JSON `config` show what nccl-tests shows, no more).
 pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
+    let Options {
+        nthreads,
+        ngpus,
+        min_bytes,
+        max_bytes,
+        step_bytes,
+        step_factor,
+        iters,
+        agg_iters,
+        warmup_iters,
+        run_cycles: _,
+        check,
+        ops: _,
+        types: _,
+        all_types: _,
+        roots: _,
+        blocking,
+        stream_null: _,
+        timeout_s: _,
+        graph,
+        report_cputime,
+        report_timestamps,
+        output_file: _,
+        average: _,
+        register: _,
+        memory_report: _,
+        unalign,
+        per_iter,
+        per_iter_skip,
+        parallel_init,
+        cta_policy: _,
+        device_impl: _,
+        device_cta_count: _,
+        dry_run: _,
+        locate: _,
+    } = o;
     RunInfo {
         program: program.to_string(),
-        nthreads: o.nthreads,
-        ngpus: o.ngpus,
-        min_bytes: o.min_bytes,
-        max_bytes: o.max_bytes,
-        step: if o.step_factor > 1 {
-            Step::Factor(o.step_factor)
+        nthreads: *nthreads,
+        ngpus: *ngpus,
+        min_bytes: *min_bytes,
+        max_bytes: *max_bytes,
+        step: if *step_factor > 1 {
+            Step::Factor(*step_factor)
         } else {
-            Step::Bytes(o.step_bytes)
+            Step::Bytes(*step_bytes)
         },
-        warmup_iters: o.warmup_iters,
-        iters: o.iters,
-        agg_iters: o.agg_iters,
-        check: o.check,
-        graph: o.graph.number(),
-        unalign: o.unalign,
-        blocking: o.blocking.number(),
-        per_iter: o.per_iter,
-        per_iter_skip: o.per_iter_skip,
-        parallel_init: o.parallel_init,
-        report_cputime: o.report_cputime,
-        report_timestamps: o.report_timestamps,
+        warmup_iters: *warmup_iters,
+        iters: *iters,
+        agg_iters: *agg_iters,
+        check: *check,
+        graph: graph.number(),
+        unalign: *unalign,
+        blocking: blocking.number(),
+        per_iter: *per_iter,
+        per_iter_skip: *per_iter_skip,
+        parallel_init: *parallel_init,
+        report_cputime: *report_cputime,
+        report_timestamps: *report_timestamps,
     }
 }
 
