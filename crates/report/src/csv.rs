@@ -13,14 +13,7 @@
 //! bandwidths in GB/s (10⁹ bytes per second), `nwrong` empty where the table says `N/A`, NaN as
 //! `nan`. `root` is a plain integer (-1 for collectives without root).
 
-use std::path::Path;
-
 use super::{HalfResult, RowResult, RunInfo};
-
-/// `# Writing CSV output to <path>`, printed before the report header once the file is open.
-pub fn writing_line(path: &Path) -> String {
-    format!("# Writing CSV output to {}\n", path.display())
-}
 
 /// Which optional columns a CSV has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

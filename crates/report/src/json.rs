@@ -69,11 +69,6 @@ pub fn open_exclusive(path: &Path) -> io::Result<(File, PathBuf)> {
     ))
 }
 
-/// `# Writing JSON output to <path>`, printed before the report header once the file is open.
-pub fn writing_line(path: &Path) -> String {
-    format!("# Writing JSON output to {}\n", path.display())
-}
-
 /// The JSON document of one run: created at the start, fed every row, rendered at the end.
 #[derive(Debug, Clone)]
 pub struct JsonReport {

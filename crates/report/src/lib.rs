@@ -7,6 +7,7 @@
 
 pub mod csv;
 pub mod format;
+pub mod formats;
 pub mod health;
 pub mod iterations;
 pub mod json;

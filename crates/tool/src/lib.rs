@@ -25,11 +25,11 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
+use nccl_perf_report::formats;
 use nccl_perf_report::health::{self, Check};
 use nccl_perf_report::parse::ParseOptions;
 use nccl_perf_report::read::read_file;
 use nccl_perf_report::run::Run;
-use nccl_perf_report::{csv, markdown};
 
 /// Exit code for a regression found by `compare`.
 pub const EXIT_REGRESSION: u8 = 1;
@@ -82,8 +82,8 @@ fn command() -> Command {
                 .arg(
                     Arg::new("format")
                         .long("format")
-                        .value_parser(["text", "csv", "markdown", "json"])
-                        .default_value("text"),
+                        .value_parser(formats::names())
+                        .default_value(formats::ALL[0].name()),
                 )
                 .arg(
                     Arg::new("view")
@@ -230,8 +230,10 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
                 emit(None, &text)?;
                 return Ok(tell_problems(&runs));
             }
-            let format = m.get_one::<String>("format").map_or("text", String::as_str);
-            emit(None, &report(&runs, format))?;
+            let name = m.get_one::<String>("format").map_or("", String::as_str);
+            let format = formats::by_name(name)
+                .ok_or_else(|| ToolError::Usage(format!("--format {name}: not a format")))?;
+            emit(None, &format.render(&runs))?;
             Ok(tell_problems(&runs))
         }
         "plot" => {
@@ -342,45 +344,6 @@ fn tell_problems(runs: &[Run]) -> u8 {
         eprintln!("nccl-perf: {l}");
     }
     if lines.is_empty() { 0 } else { EXIT_BROKEN }
-}
-
-/// `runs` in one of `report`'s formats.
-pub fn report(runs: &[Run], format: &str) -> String {
-    match format {
-        "csv" => {
-            let columns = runs
-                .iter()
-                .map(|r| csv::Columns::of(&r.info))
-                .fold(csv::Columns::default(), csv::Columns::union);
-            // The benchmarks' columns plus `problems`: why a run cannot be trusted. A run
-            // without rows still gets one record, so that its failure is not lost.
-            let header = csv::header(columns);
-            let fields = header.split(',').count();
-            let mut out = header.trim_end().to_string() + ",problems\n";
-            for run in runs {
-                let problems = csv::field(&nccl_perf_report::health::problem_lines(run).join("; "));
-                for row in &run.rows {
-                    let record = csv::record(&run.info.program, row, columns);
-                    out += &format!("{},{problems}\n", record.trim_end());
-                }
-                if run.rows.is_empty() {
-                    let empty = ",".repeat(fields - 1);
-                    out += &format!("{}{empty},{problems}\n", csv::field(&run.info.program));
-                }
-            }
-            out
-        }
-        "markdown" => runs
-            .iter()
-            .map(markdown::render)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        "json" => runs
-            .iter()
-            .map(|r| nccl_perf_report::json::of_run::document(r) + "\n")
-            .collect(),
-        _ => runs.iter().map(Run::to_text).collect(),
-    }
 }
 
 /// `WIDTHxHEIGHT` in pixels, each from 200 to 10000.

@@ -10,6 +10,7 @@ pub use modes::{Average, Blocking, Graph};
 
 use crate::cli::{DefaultValue, RawArgs, spec};
 use crate::cnum::{parse_size, strtol};
+use crate::report::formats::{self, Format};
 use crate::types::{DataType, RedOp, Register};
 use std::path::PathBuf;
 
@@ -467,7 +468,8 @@ pub struct OutputFile {
     pub format: OutputFormat,
 }
 
-/// The format of the `-J` file.
+/// The format of the `-J` file: the report's formats that a run writes as it goes (each
+/// named, with its file-name ending, in `report::formats` only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     /// A name ending in `.json` (any case): upstream's JSON document.
@@ -477,35 +479,45 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// Every `-J` format (JSON, upstream's, first).
+    pub const ALL: [OutputFormat; 2] = [OutputFormat::Json, OutputFormat::Csv];
+
+    /// The report's format this is (its name, label and file-name ending).
+    pub fn format(self) -> &'static dyn Format {
+        match self {
+            OutputFormat::Json => &formats::Json,
+            OutputFormat::Csv => &formats::Csv,
+        }
+    }
+
     /// The format a file name asks for, if any.
     pub fn of(name: &str) -> Option<OutputFormat> {
-        let ends = |suffix: &str| {
-            name.len() >= suffix.len()
-                && name.as_bytes()[name.len() - suffix.len()..]
-                    .eq_ignore_ascii_case(suffix.as_bytes())
-        };
-        if ends(".json") {
-            Some(OutputFormat::Json)
-        } else if ends(".csv") {
-            Some(OutputFormat::Csv)
-        } else {
-            None
-        }
+        OutputFormat::ALL
+            .into_iter()
+            .find(|f| f.format().names_file(name))
     }
 }
 
 /// `-J`: a file name ending in `.json` or `.csv` (any case). nccl-tests silently writes nothing
 /// for other names; a run whose results would silently go nowhere is an error here.
 fn output_file(s: &str) -> Result<OutputFile, OptionsError> {
+    // `.json`, `.csv`: the file-name endings of the report's formats.
+    let suffixes: Vec<&str> = OutputFormat::ALL
+        .iter()
+        .filter_map(|f| f.format().file_suffix())
+        .collect();
     if s.is_empty() {
-        return Err(OptionsError::Invalid(
-            "-J (--output_file) needs a file name ending in .json or .csv".into(),
-        ));
+        return Err(OptionsError::Invalid(format!(
+            "-J (--output_file) needs a file name ending in {}",
+            suffixes.join(" or ")
+        )));
     }
     let format = OutputFormat::of(s).ok_or_else(|| {
+        let named: Vec<String> = suffixes.iter().map(|x| format!("<name>{x}")).collect();
         OptionsError::Invalid(format!(
-            "-J (--output_file) '{s}': only .json and .csv output are supported; name the file \
-             <name>.json or <name>.csv"
+            "-J (--output_file) '{s}': only {} output are supported; name the file {}",
+            suffixes.join(" and "),
+            named.join(" or ")
         ))
     })?;
     Ok(OutputFile {

@@ -217,6 +217,28 @@ fn output_file_names_and_gpu_limits() {
     );
     assert_eq!(OutputFormat::of("out.json5"), None);
     assert_eq!(OutputFormat::of("é"), None);
+    // The report's formats with a file-name ending are exactly the ones a run writes.
+    let mut writers: Vec<_> = OutputFormat::ALL.map(|f| f.format().name()).to_vec();
+    let mut files: Vec<_> = crate::report::formats::file_formats()
+        .iter()
+        .map(|f| f.name())
+        .collect();
+    writers.sort_unstable();
+    files.sort_unstable();
+    assert_eq!(writers, files);
+    let message = |args: &[&str]| match parse(args) {
+        Err(OptionsError::Invalid(m)) => m,
+        _ => panic!("{args:?} is not invalid"),
+    };
+    assert_eq!(
+        message(&["-J", ""]),
+        "-J (--output_file) needs a file name ending in .json or .csv"
+    );
+    assert_eq!(
+        message(&["-J", "out.txt"]),
+        "-J (--output_file) 'out.txt': only .json and .csv output are supported; name the file \
+         <name>.json or <name>.csv"
+    );
     assert!(parse(&["-J", "/tmp/r.csv"]).is_ok());
     let unsupported = |args: &[&str]| matches!(parse(args), Err(OptionsError::Unsupported(_)));
     assert!(unsupported(&["-g", "2000000"]));

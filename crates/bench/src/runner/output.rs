@@ -36,12 +36,13 @@ pub fn create_target(
 ) -> Result<(Target, String)> {
     let path = &output.path;
     let (mut file, actual) = json::open_exclusive(path).map_err(|e| cannot_write(path, &e))?;
+    let writing = output.format.format().writing_line(&actual);
     if output.format == OutputFormat::Csv {
         let header = csv::header(csv::Columns::of(info));
         file.write_all(header.as_bytes())
             .and_then(|_| file.flush())
             .map_err(|e| cannot_write(&actual, &e))?;
-        return Ok((Target::Csv(file), csv::writing_line(&actual)));
+        return Ok((Target::Csv(file), writing));
     }
     let env = json::filtered_env(
         std::env::vars_os()
@@ -51,7 +52,7 @@ pub fn create_target(
     let doc = JsonFile(Arc::new(Mutex::new(Some((file, report)))));
     doc.rewrite(|r| Some(r.render_aborted()))
         .map_err(|e| cannot_write(&actual, &e))?;
-    Ok((Target::Json(doc), json::writing_line(&actual)))
+    Ok((Target::Json(doc), writing))
 }
 
 /// `--dry-run`: checks that the `-J` file could be created (its folder exists and is writable)
@@ -117,7 +118,11 @@ impl JsonFile {
             Some(r.render_aborted())
         });
         if let Err(e) = r {
-            eprintln!("{}: could not write the JSON file: {e}", info.program);
+            eprintln!(
+                "{}: could not write the {} file: {e}",
+                info.program,
+                OutputFormat::Json.format().label()
+            );
         }
     }
 
@@ -141,7 +146,8 @@ impl JsonFile {
     fn finish(&self, s: &Summary, program: &str) {
         let end = crate::host::local_time();
         if let Err(e) = self.rewrite(|r| Some(r.render(s, &end))) {
-            eprintln!("{program}: could not write the JSON file: {e}");
+            let label = OutputFormat::Json.format().label();
+            eprintln!("{program}: could not write the {label} file: {e}");
         }
         self.close();
     }
@@ -218,7 +224,16 @@ impl Output {
         }
         if let Some(f) = &mut self.csv {
             let record = csv::record(&self.info.program, r, csv::Columns::of(&self.info));
-            let _ = f.write_all(record.as_bytes()).and_then(|_| f.flush());
+            if let Err(e) = f.write_all(record.as_bytes()).and_then(|_| f.flush()) {
+                // Said once, as the JSON file's failures are; the rows after it are not
+                // written (the file may end inside a record).
+                eprintln!(
+                    "{}: could not write the {} file: {e}",
+                    self.info.program,
+                    OutputFormat::Csv.format().label()
+                );
+                self.csv = None;
+            }
         }
     }
 
@@ -379,6 +394,21 @@ mod tests {
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with("collective,size,count,"), "{text}");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A CSV record that cannot be written is said on stderr (as the JSON file's failures are)
+    /// and ends the records rather than leave a broken one followed by more.
+    #[test]
+    fn a_csv_write_error_stops_the_records() {
+        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+            eprintln!("skipped: no /dev/full");
+            return;
+        };
+        let mut o = Output::new(info(), false, Some(Target::Csv(full)));
+        o.row(&row());
+        assert!(o.csv.is_none());
+        o.row(&row());
+        assert_eq!(o.halves, 4);
     }
 
     #[test]

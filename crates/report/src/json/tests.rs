@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::format::NO_ROWS_AVERAGE;
+use crate::formats::{Format, Json};
 use crate::{HalfResult, PerIterStats, Step};
 use serde_json::{Value, json};
 
@@ -114,7 +115,7 @@ fn open_exclusive_numbers_existing_files() {
     assert_eq!(p1, dir.join("out.json.0"));
     assert_eq!(p2, dir.join("out.json.1"));
     assert_eq!(
-        writing_line(&p1),
+        Json.writing_line(&p1),
         format!("# Writing JSON output to {}\n", p1.display())
     );
     let missing = dir.join("no-such-dir").join("x.json");
