@@ -1,6 +1,6 @@
 //! The JSON record of a locate run: configuration, nodes and GPUs, every round with every
 //! group's ranks, outcome and judgement, the pair matrix and node scores of the pair
-//! schedules, and the verdicts. `nccl-perf plot` reads it back ([`super::plot`]).
+//! schedules, and the verdicts. `nccl-perf plot` reads it back (the tool's `locate_plot`).
 
 use serde::{Deserialize, Serialize};
 
