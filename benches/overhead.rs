@@ -27,14 +27,14 @@
 //! `ncclCommUserRank` queries (sendrecv, alltoall, gather, scatter, hypercube): the bare loop is
 //! a lower bound of nccl-tests' own per-operation host work.
 
-use nccl_perf::bootstrap::SingleProcess;
-use nccl_perf::collective::{Counts, all};
-use nccl_perf::gpu::driver::{self, CUstream};
-use nccl_perf::gpu::nccl::{Comm, Nccl};
-use nccl_perf::options::Options;
-use nccl_perf::runner::setup::{self, BufferSizes, Gpu};
-use nccl_perf::runner::{Engine, Shape, ThreadGroup, Worker};
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_bench::bootstrap::SingleProcess;
+use nccl_perf_bench::collective::{Counts, all};
+use nccl_perf_bench::gpu::driver::{self, CUstream};
+use nccl_perf_bench::gpu::nccl::{Comm, Nccl};
+use nccl_perf_bench::options::Options;
+use nccl_perf_bench::runner::setup::{self, BufferSizes, Gpu};
+use nccl_perf_bench::runner::{Engine, Shape, ThreadGroup, Worker};
+use nccl_perf_cli::types::{DataType, RedOp};
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
@@ -327,7 +327,7 @@ fn main() {
         .and_then(|_| driver::device_count())
         .and_then(|n| {
             if n == 0 {
-                Err(nccl_perf::error::Error::Internal("no device".into()))
+                Err(nccl_perf_bench::error::Error::Internal("no device".into()))
             } else {
                 Ok(())
             }
@@ -340,7 +340,7 @@ fn main() {
     let max = args.sizes.iter().copied().max().unwrap_or(8).max(8);
     let nccl = Nccl::load().expect("libnccl");
     let version = nccl.version().expect("version");
-    let devices = nccl_perf::runner::discover::devices(0, 1).expect("device 0");
+    let devices = nccl_perf_bench::runner::discover::devices(0, 1).expect("device 0");
     let id = nccl.unique_id().expect("unique id");
     let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None)
         .expect("comm")

@@ -4,8 +4,8 @@
 # GPU-free tests under qemu-user:
 #
 #   default build (tests with the test-hooks feature, as tests/rank_faults.rs needs):
-#                  the unit tests of the library and of the test oracle crate (oracle/, a
-#                  default workspace member), and every test target but tests/ship.rs (it runs
+#                  the unit tests of every crate of the workspace (crates/*, and the test
+#                  oracle crate oracle/: all default workspace members), and every test target but tests/ship.rs (it runs
 #                  the host's `cargo install` and reads the shipped files, which do not depend
 #                  on the architecture) — CLI and hostile command lines, --dry-run launches of
 #                  4 processes (Slurm, torchrun, mpirun-environment styles), the rendezvous

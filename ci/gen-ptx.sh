@@ -3,7 +3,7 @@
 # kernels/verifiable.cu. Run it after every change to kernels/; tests/ptx.rs fails until you do.
 #
 # The PTX is what a run loads through the driver's JIT when libnvrtc is missing, does not know
-# the GPU, or fails (src/gpu/kernels.rs). It is made by an old NVRTC (CUDA 11.8, from the
+# the GPU, or fails (crates/bench/src/gpu/kernels.rs). It is made by an old NVRTC (CUDA 11.8, from the
 # `nvidia-cuda-nvrtc-cu11` wheel) so that its PTX ISA version (7.8) is one every driver since
 # R520 accepts, for two virtual architectures: compute_75 (the oldest CUDA 13 still builds for;
 # used on Turing and newer) and compute_52 (Maxwell to Volta). The kernels are header-free and

@@ -4,13 +4,13 @@
 //! for float `avg`). Mutated collectives show that the replay catches wrong seeds, offsets and
 //! pairings.
 
-use nccl_perf::collective::{
+use nccl_perf_bench::collective::{
     AllGather, AllReduce, AllToAll, AllToAllV, Broadcast, Buffer, Collective, Counts, Fill,
     FillCtx, Gather, Geometry, Hypercube, Natives, OpColumn, Reduce, ReduceScatter, Scatter,
     SendRecv, Step,
 };
-use nccl_perf::error::Result;
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_bench::error::Result;
+use nccl_perf_cli::types::{DataType, RedOp};
 use oracle::replay::{Case, planned, simulate};
 
 /// Replays every combination and asserts that the reported halves match exactly.

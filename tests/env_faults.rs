@@ -274,7 +274,7 @@ fn without_a_usable_nvrtc_the_bundled_ptx_is_taken_and_the_memory_clamp() {
     assert_eq!(o.code, Some(2), "{}", o.all());
     assert!(o.stdout.contains("Test CUDA failure"), "{}", o.all());
     no_table(&o);
-    if nccl_perf::gpu::kernels::probe_nvrtc().is_err() {
+    if nccl_perf_bench::gpu::kernels::probe_nvrtc().is_err() {
         assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
         assert!(
             o.stderr.trim_end().ends_with(&format!(

@@ -13,12 +13,12 @@ mod common;
 use std::path::Path;
 
 use common::Golden;
-use nccl_perf::report::format::fit;
-use nccl_perf::report::json::writing_line;
-use nccl_perf::report::table::{
+use nccl_perf_report::format::fit;
+use nccl_perf_report::formats::{Format, Json};
+use nccl_perf_report::table::{
     device_line, footer, header, memory_clamp_lines, memory_report, row, table_header, version_line,
 };
-use nccl_perf::report::{RunInfo, Summary};
+use nccl_perf_report::{RunInfo, Summary};
 
 /// Lines other modules print (CLI, bootstrap, error paths), recognised so that they are not
 /// mistaken for report lines we failed to compare.
@@ -160,7 +160,13 @@ fn check_file(g: &Golden) -> Tally {
         let line = l[i].as_str();
         let next = l.get(i + 1).map(String::as_str).unwrap_or("");
         if let Some(path) = line.strip_prefix("# Writing JSON output to ") {
-            same(g, i, &l[i..=i], &writing_line(Path::new(path)), &mut tally);
+            same(
+                g,
+                i,
+                &l[i..=i],
+                &Json.writing_line(Path::new(path)),
+                &mut tally,
+            );
             i += 1;
         } else if line.starts_with("# nccl-tests version ") {
             let code: i32 = line

@@ -5,8 +5,8 @@
 
 mod common;
 
-use nccl_perf::report::json::{JsonReport, filtered_env};
-use nccl_perf::report::{RowResult, Summary};
+use nccl_perf_report::json::{JsonReport, filtered_env};
+use nccl_perf_report::{RowResult, Summary};
 use serde_json::Value;
 
 /// Compares two parsed documents; `path` names the place for messages.
@@ -55,7 +55,7 @@ fn golden_json() -> Value {
 /// Overwrites the measured numbers of `r` with the exact ones of the JSON `result` (the table
 /// shows them rounded), after checking that they print as the table shows them.
 fn take_measurements(r: &mut RowResult, result: &Value) {
-    use nccl_perf::report::format::fit;
+    use nccl_perf_report::format::fit;
     for (half, key) in [
         (&mut r.out_of_place, "out_of_place"),
         (&mut r.in_place, "in_place"),

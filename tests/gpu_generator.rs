@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
-use nccl_perf::types::{DataType, RedOp};
-use nccl_perf::verify::kernels::{
+use nccl_perf_bench::verify::kernels::{
     SOURCE, expected_kernel, input_kernel, launch_dims, mismatch_kernel, op_code,
 };
+use nccl_perf_cli::types::{DataType, RedOp};
 use oracle::generator::{expected_bits, input_bits, tolerance};
 
 /// Elements per launch: not a multiple of the block size, so the tail is exercised.

@@ -4,9 +4,9 @@
 //! failed benchmark thread releases the ones waiting for it the same way, and no thread ends the
 //! process.
 
-use nccl_perf::bootstrap::SingleProcess;
-use nccl_perf::error::Error;
-use nccl_perf::runner::{ThreadGroup, interrupt};
+use nccl_perf_bench::bootstrap::SingleProcess;
+use nccl_perf_bench::error::Error;
+use nccl_perf_bench::runner::{ThreadGroup, interrupt};
 use std::time::{Duration, Instant};
 
 /// What a thread waiting at a two-thread barrier, alone, returns once `stop` has run.

@@ -6,17 +6,18 @@ mod support;
 
 use std::time::Duration;
 
-use nccl_perf::locate::json::{self, LocateJson};
-use nccl_perf::locate::round::{NO_COLOUR, Round, Subject};
-use nccl_perf::locate::schedule::Kind;
-use nccl_perf::locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
-use nccl_perf::locate::stats::Thresholds;
-use nccl_perf::locate::topology::Topology;
-use nccl_perf::locate::verdict::Culprit;
-use nccl_perf::locate::{Config, EXIT_SUSPECTS, Report, output, plot, run};
-use nccl_perf::report::health;
-use nccl_perf::report::parse::{ParseOptions, parse_log};
-use nccl_perf::report::split::{self, SplitGroup};
+use nccl_perf_locate::json::{self, LocateJson};
+use nccl_perf_locate::round::{NO_COLOUR, Round, Subject};
+use nccl_perf_locate::schedule::Kind;
+use nccl_perf_locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
+use nccl_perf_locate::stats::Thresholds;
+use nccl_perf_locate::topology::Topology;
+use nccl_perf_locate::verdict::Culprit;
+use nccl_perf_locate::{Config, EXIT_SUSPECTS, Report, output, run};
+use nccl_perf_report::health;
+use nccl_perf_report::parse::{ParseOptions, parse_log};
+use nccl_perf_report::split::{self, SplitGroup};
+use nccl_perf_tool::locate_plot as plot;
 use oracle::locate_model::{Fault, ModelCluster};
 
 /// Runs `kind` on `model`, collecting every stdout line locate would print.

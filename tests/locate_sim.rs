@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use nccl_perf::locate::schedule::Kind;
-use nccl_perf::locate::topology::Topology;
-use nccl_perf::locate::verdict::Culprit;
-use nccl_perf::locate::{Config, Report, run};
+use nccl_perf_locate::schedule::Kind;
+use nccl_perf_locate::topology::Topology;
+use nccl_perf_locate::verdict::Culprit;
+use nccl_perf_locate::{Config, Report, run};
 use oracle::locate_model::{Fault, ModelCluster};
 
 /// GPUs per node in every simulation.

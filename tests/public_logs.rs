@@ -9,8 +9,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use nccl_perf::report::health;
-use nccl_perf::report::parse::{ParseOptions, parse_log};
+use nccl_perf_report::health;
+use nccl_perf_report::parse::{ParseOptions, parse_log};
 
 fn logs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/logs")

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use nccl_perf::cli::OPTIONS;
+use nccl_perf_cli::OPTIONS;
 
 const TOOL: &str = env!("CARGO_BIN_EXE_nccl-perf");
 
@@ -27,7 +27,7 @@ fn bin_dir() -> PathBuf {
 
 /// The benchmark programs (`all_reduce_perf`, ...), from the library's one list of them.
 fn benchmark_names() -> Vec<&'static str> {
-    nccl_perf::collective::all()
+    nccl_perf_bench::collective::all()
         .iter()
         .map(|c| &*format!("{}_perf", c.name()).leak())
         .collect()
@@ -130,9 +130,9 @@ fn cargo_install_builds_every_program_with_and_without_mpi() {
     expected.insert("nccl-perf".into());
     assert_eq!(bins, expected, "cargo install would install these programs");
 
-    // The `mpi` feature only adds a dependency: it gates no binary.
+    // The `mpi` feature only adds a dependency (to the benchmark core): it gates no binary.
     let features = &package["features"]["mpi"];
-    assert_eq!(features, &serde_json::json!(["dep:mpi"]));
+    assert_eq!(features, &serde_json::json!(["nccl-perf-bench/mpi"]));
 
     // Every src/bin file is a listed benchmark (a new one needs an entry in collective::all).
     let mut files = BTreeSet::new();

@@ -9,10 +9,10 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use nccl_perf::report::json::of_run::document;
-use nccl_perf::report::json::read::read_documents;
-use nccl_perf::report::parse::{ParseOptions, parse_log};
-use nccl_perf::report::run::Run;
+use nccl_perf_report::json::of_run::document;
+use nccl_perf_report::json::read::read_documents;
+use nccl_perf_report::parse::{ParseOptions, parse_log};
+use nccl_perf_report::run::Run;
 
 fn reference(name: &str) -> PathBuf {
     common::reference_dir().join(name)
@@ -508,7 +508,7 @@ fn report_views_of_per_iteration_json() {
     // spikes at iteration 7 of every row.
     let template = run.devices[0].clone();
     run.devices = (0..4)
-        .map(|p| nccl_perf::report::DeviceInfo {
+        .map(|p| nccl_perf_report::DeviceInfo {
             rank: p,
             pid: 1000 + p as u32,
             hostname: format!("host{}", p / 2),
@@ -530,7 +530,7 @@ fn report_views_of_per_iteration_json() {
             let times = (0..10)
                 .map(|i| procs.iter().map(|p| p[i]).fold(0.0, f64::max))
                 .collect();
-            half.per_iter = Some(nccl_perf::report::PerIterStats {
+            half.per_iter = Some(nccl_perf_report::PerIterStats {
                 skipped: 0,
                 min_us: 100.0,
                 max_us: 400.0,

@@ -14,14 +14,14 @@ mod reduce;
 #[cfg(test)]
 mod tests;
 
-pub use nccl_perf::verify::tolerance;
+pub use nccl_perf_bench::verify::tolerance;
 pub use reduce::{fold_bits, postop_bits, premul_bits, reduce_bits};
 
 use elem::{
     float_avg, float_minmax, float_mulsum, float_prod, float_sum, int_input, nil_float, nil_int,
 };
 use format::Layout;
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_cli::types::{DataType, RedOp};
 
 /// The op actually generated: `None` (the copy pattern, "Nil") when `op` is `None` or `rn <= 1`.
 pub fn effective_op(op: Option<RedOp>, rn: u32) -> Option<RedOp> {

@@ -8,9 +8,9 @@
 //! - [`locate_model`]: a model cluster (per-node, per-link, per-rail bandwidths, injected
 //!   faults, seeded noise) that runs locate's rounds without GPUs.
 //!
-//! Only tests use it: it is a separate crate of the workspace, a dev-dependency of
-//! `nccl-perf`, so the shipped library cannot call it (it depends on the library, never the
-//! other way round).
+//! Only tests use it: it is a separate crate of the workspace, a dev-dependency of the root
+//! package `nccl-perf`, so no shipped crate can call it (it depends on `nccl-perf-cli`,
+//! `nccl-perf-locate` and `nccl-perf-bench`, never the other way round).
 
 pub mod generator;
 pub mod locate_model;

@@ -10,11 +10,11 @@
 
 use std::time::Duration;
 
-use nccl_perf::locate::rng::Rng;
-use nccl_perf::locate::round::Round;
-use nccl_perf::locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
-use nccl_perf::locate::topology::Topology;
-use nccl_perf::locate::verdict::Culprit;
+use nccl_perf_locate::rng::Rng;
+use nccl_perf_locate::round::Round;
+use nccl_perf_locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
+use nccl_perf_locate::topology::Topology;
+use nccl_perf_locate::verdict::Culprit;
 
 /// Something wrong with the model cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn rounds_are_noisy_but_reproducible_and_hangs_cost_the_deadline() {
-        use nccl_perf::locate::round::{Phase, Role, RoundBuilder, Subject};
+        use nccl_perf_locate::round::{Phase, Role, RoundBuilder, Subject};
         let topo = Topology::uniform(2, 2);
         let mut b = RoundBuilder::new(4, Phase::Pairs);
         b.add(vec![0, 1, 2, 3], Subject::Pair(0, 1), Role::Primary);

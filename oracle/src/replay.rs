@@ -9,7 +9,7 @@
 //! not accept (unmatched sends, groups that differ between ranks, peers out of range).
 
 use crate::generator::{expected_bits, fold_bits, input_bits, tolerance};
-use nccl_perf::collective::{
+use nccl_perf_bench::collective::{
     Base, Buffer, Collective, Fill, FillCtx, Geometry, Natives, Step, plan_steps,
 };
 
@@ -17,7 +17,7 @@ use nccl_perf::collective::{
 pub fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
     plan_steps(coll, g).expect("planning succeeds")
 }
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_cli::types::{DataType, RedOp};
 
 /// One simulated measurement.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,4 @@
 //! `all_gather_perf`: drop-in for nccl-tests' binary of the same name.
 fn main() -> std::process::ExitCode {
-    nccl_perf::main_for(&nccl_perf::collective::AllGather)
+    nccl_perf_bench::main_for(&nccl_perf_bench::collective::AllGather)
 }

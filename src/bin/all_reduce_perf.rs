@@ -1,4 +1,4 @@
 //! `all_reduce_perf`: drop-in for nccl-tests' binary of the same name.
 fn main() -> std::process::ExitCode {
-    nccl_perf::main_for(&nccl_perf::collective::AllReduce)
+    nccl_perf_bench::main_for(&nccl_perf_bench::collective::AllReduce)
 }

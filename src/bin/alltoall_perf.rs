@@ -1,4 +1,4 @@
 //! `alltoall_perf`: drop-in for nccl-tests' binary of the same name.
 fn main() -> std::process::ExitCode {
-    nccl_perf::main_for(&nccl_perf::collective::AllToAll)
+    nccl_perf_bench::main_for(&nccl_perf_bench::collective::AllToAll)
 }

@@ -1,4 +1,4 @@
 //! `broadcast_perf`: drop-in for nccl-tests' binary of the same name.
 fn main() -> std::process::ExitCode {
-    nccl_perf::main_for(&nccl_perf::collective::Broadcast)
+    nccl_perf_bench::main_for(&nccl_perf_bench::collective::Broadcast)
 }

@@ -1,4 +1,4 @@
-//! `nccl-perf`: the companion tool (parse logs, report, plot, compare); see `nccl_perf::tool`.
+//! `nccl-perf`: the companion tool (parse logs, report, plot, compare); see `nccl_perf_tool`.
 fn main() -> std::process::ExitCode {
-    nccl_perf::tool::main()
+    nccl_perf_tool::main()
 }

@@ -1,4 +1,4 @@
 //! `scatter_perf`: drop-in for nccl-tests' binary of the same name.
 fn main() -> std::process::ExitCode {
-    nccl_perf::main_for(&nccl_perf::collective::Scatter)
+    nccl_perf_bench::main_for(&nccl_perf_bench::collective::Scatter)
 }

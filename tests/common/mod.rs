@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
-use nccl_perf::report::format::NO_ROWS_AVERAGE;
-use nccl_perf::report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
+use nccl_perf_report::format::NO_ROWS_AVERAGE;
+use nccl_perf_report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
 
 /// Folder of the reference outputs, committed with the tests:
 /// `<package>/tests/golden/nccl-tests-2.19.6-h200` (see the README there). Panics (failing the

@@ -3,7 +3,7 @@
 
 use super::format::{HALF, Layout};
 use super::prim::{Width, hash, mix, mulhi32, shuffle, sum_xy};
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_cli::types::{DataType, RedOp};
 
 /// Mask of the low `w` bits (`w` in 1..=64).
 pub(super) fn low_mask(w: u32) -> u64 {

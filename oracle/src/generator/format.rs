@@ -5,7 +5,7 @@
 //! IEEE layouts (half, bfloat16, float) and the largest finite value for the fp8 layouts, which
 //! saturate. The CUDA twin in `kernels/verifiable.cu` does the same in software.
 
-use nccl_perf::types::DataType;
+use nccl_perf_cli::types::DataType;
 
 /// Exponent and mantissa widths of a floating-point element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 
 use super::elem::low_mask;
 use super::format::Layout;
-use nccl_perf::types::{DataType, RedOp};
+use nccl_perf_cli::types::{DataType, RedOp};
 
 /// Sign-extends the low `w` bits of `bits`.
 fn sext(bits: u64, w: u32) -> i64 {

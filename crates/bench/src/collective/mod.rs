@@ -1,0 +1,346 @@
+//! The collectives: one file each, saying how a size becomes per-rank counts, how bandwidth is
+//! computed, which NCCL call(s) one operation is, and what the buffers must hold for validation.
+//!
+//! The NCCL calls are *planned* as [`Step`]s (native collective, grouped send/receive, local
+//! copy), bound once per measurement by [`step::bind`] and issued by the GPU layer
+//! ([`crate::gpu::op`]); the tests replay the same steps on host buffers prepared from the
+//! [`Fill`]s (the test oracle's `replay`, in `tests/collective_replay.rs`), which checks counts,
+//! offsets, pairings and expected data together without a GPU.
+
+mod all_gather;
+mod all_reduce;
+mod alltoall;
+mod alltoallv;
+mod broadcast;
+mod gather;
+mod hypercube;
+mod reduce;
+mod reduce_scatter;
+mod scatter;
+mod sendrecv;
+pub mod step;
+#[cfg(test)]
+mod tests;
+
+pub use all_gather::AllGather;
+pub use all_reduce::AllReduce;
+pub use alltoall::AllToAll;
+pub use alltoallv::AllToAllV;
+pub use broadcast::Broadcast;
+pub use gather::Gather;
+pub use hypercube::Hypercube;
+pub use reduce::Reduce;
+pub use reduce_scatter::ReduceScatter;
+pub use scatter::Scatter;
+pub use sendrecv::SendRecv;
+pub use step::{Base, Bound, Geometry, Io, Natives, Step};
+
+use crate::error::Result;
+use crate::gpu::driver::CUdeviceptr;
+use crate::types::RedOp;
+
+/// Every benchmark of the suite, in nccl-tests' order (alltoallv with its default, generated
+/// traffic): the one list of benchmarks that documentation, completions and tests use. Each is
+/// the binary `<name>_perf` (the root package's `src/bin/`).
+pub fn all() -> Vec<Box<dyn Collective>> {
+    vec![
+        Box::new(AllReduce),
+        Box::new(AllGather),
+        Box::new(Broadcast),
+        Box::new(Reduce),
+        Box::new(ReduceScatter),
+        Box::new(AllToAll),
+        Box::new(AllToAllV::generated(1.0)),
+        Box::new(Scatter),
+        Box::new(Gather),
+        Box::new(SendRecv),
+        Box::new(Hypercube),
+    ]
+}
+
+/// Per-rank element counts derived from one sweep size (spec §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Elements each rank sends.
+    pub send: usize,
+    /// Elements each rank receives (and validates).
+    pub recv: usize,
+    /// The `count` argument passed to NCCL (printed in the count column).
+    pub param: usize,
+    /// In-place: the send pointer is the receive buffer plus this many elements × rank.
+    pub send_inplace_offset: usize,
+    /// In-place: the receive pointer is the receive buffer plus this many elements × rank.
+    pub recv_inplace_offset: usize,
+}
+
+impl Counts {
+    /// Every rank sends and receives all `count` elements (all_reduce, broadcast, reduce,
+    /// sendrecv); in place, send and receive share one address.
+    pub fn whole(count: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+
+    /// The size column: the larger of the bytes sent and received.
+    pub fn printed_size(&self, ts: usize) -> u64 {
+        (self.send.max(self.recv) * ts) as u64
+    }
+}
+
+/// Bandwidth of the collectives that split the data over the ranks (all_gather,
+/// reduce_scatter, alltoall, gather, scatter): algbw bytes = per-rank count × n × ts, busbw
+/// factor (n−1)/n.
+pub fn per_rank_share_bandwidth(c: &Counts, ts: usize, n: usize) -> (f64, f64) {
+    let nf = n as f64;
+    ((c.param * n * ts) as f64, (nf - 1.0) / nf)
+}
+
+/// `count / n` rounded down to a whole number of 16-byte units of `ts`-byte elements.
+pub fn round16_per_rank(count: usize, nranks: usize, ts: usize) -> usize {
+    let per = count / nranks.max(1);
+    let unit = (16 / ts).max(1);
+    per - per % unit
+}
+
+/// Seed of rank `r`'s block in the gathering collectives (`33·seed + r`), so that blocks of
+/// different ranks differ.
+pub(crate) fn block_seed(seed: u64, r: usize) -> u64 {
+    33u64.wrapping_mul(seed).wrapping_add(r as u64)
+}
+
+/// What the op column shows, whether the op loop runs, and whether the data is reduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpColumn {
+    /// A reduction: loops over `-o` ops and prints the op name.
+    Reduction,
+    /// Not a reduction: prints `none`, runs once.
+    NoneLabel,
+    /// Not a reduction: prints an empty op name, runs once (hypercube).
+    Empty,
+    /// Not a reduction, yet loops over `-o` ops and prints their names (sendrecv).
+    Unused,
+}
+
+impl OpColumn {
+    /// Whether the `-o` op loop runs.
+    pub fn loops(self) -> bool {
+        matches!(self, OpColumn::Reduction | OpColumn::Unused)
+    }
+
+    /// Whether the data is reduced with the op (bit-exact comparison otherwise).
+    pub fn reduces(self) -> bool {
+        self == OpColumn::Reduction
+    }
+
+    /// The op column of a row measured with `op`.
+    pub fn label(self, op: RedOp) -> &'static str {
+        match self {
+            OpColumn::Reduction | OpColumn::Unused => op.name(),
+            OpColumn::NoneLabel => "none",
+            OpColumn::Empty => "",
+        }
+    }
+}
+
+/// Which buffer a fill writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffer {
+    /// The send buffer.
+    Send,
+    /// The receive buffer.
+    Recv,
+    /// The expected-result buffer.
+    Expected,
+}
+
+/// One step of preparing buffers for a validated operation (offsets and counts in elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Generator inputs of rank `rme` of `rn` (op `None` = copy pattern).
+    Input {
+        /// Target buffer.
+        buf: Buffer,
+        /// First element written.
+        offset: usize,
+        /// Elements written.
+        count: usize,
+        /// Reduction op, or `None` for the copy pattern.
+        op: Option<RedOp>,
+        /// Number of contributing ranks.
+        rn: u32,
+        /// This rank's index among them.
+        rme: u32,
+        /// Seed.
+        seed: u64,
+        /// Generator index of the first element.
+        ix0: u64,
+    },
+    /// Expected results into the expected buffer.
+    Expected {
+        /// First element written.
+        offset: usize,
+        /// Elements written.
+        count: usize,
+        /// Reduction op, or `None` for the copy pattern.
+        op: Option<RedOp>,
+        /// Number of contributing ranks.
+        rn: u32,
+        /// Seed.
+        seed: u64,
+        /// Generator index of the first element.
+        ix0: u64,
+    },
+    /// The expected buffer is the receive buffer as prepared ("unchanged" for non-roots).
+    ExpectedIsRecv,
+}
+
+impl Fill {
+    /// The copy pattern (op `None`, one rank) of `count` elements from generator index `ix0`,
+    /// written at `at` (a buffer and an element offset).
+    pub fn copy_input(at: (Buffer, usize), count: usize, seed: u64, ix0: u64) -> Fill {
+        Fill::Input {
+            buf: at.0,
+            offset: at.1,
+            count,
+            op: None,
+            rn: 1,
+            rme: 0,
+            seed,
+            ix0,
+        }
+    }
+
+    /// The copy pattern expected at element `offset` of the expected buffer.
+    pub fn copy_expected(offset: usize, count: usize, seed: u64, ix0: u64) -> Fill {
+        Fill::Expected {
+            offset,
+            count,
+            op: None,
+            rn: 1,
+            seed,
+            ix0,
+        }
+    }
+}
+
+/// Everything a collective needs to plan its buffers for one validated operation.
+#[derive(Debug, Clone, Copy)]
+pub struct FillCtx {
+    /// NCCL rank.
+    pub rank: usize,
+    /// Communicator size.
+    pub nranks: usize,
+    /// Root (rooted collectives).
+    pub root: usize,
+    /// Reduction op (reductions).
+    pub op: RedOp,
+    /// Counts for this size.
+    pub counts: Counts,
+    /// In-place half.
+    pub in_place: bool,
+    /// Seed of this measurement.
+    pub seed: u64,
+    /// Element size in bytes.
+    pub ts: usize,
+}
+
+impl FillCtx {
+    /// The buffer and element offset of this rank's send data: the send buffer out of place,
+    /// the receive buffer at its in-place offset in place.
+    pub fn data(&self) -> (Buffer, usize) {
+        if self.in_place {
+            (Buffer::Recv, self.counts.send_inplace_offset * self.rank)
+        } else {
+            (Buffer::Send, 0)
+        }
+    }
+}
+
+/// What one GPU's operation is bound from: its pointers and shape (datatype, op, communicator
+/// and stream are the GPU layer's, see `gpu::op`).
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    /// Send pointer (device address).
+    pub send: CUdeviceptr,
+    /// Receive pointer (device address).
+    pub recv: CUdeviceptr,
+    /// Counts for this size.
+    pub counts: Counts,
+    /// Root.
+    pub root: i32,
+    /// NCCL rank of this GPU.
+    pub rank: usize,
+    /// Communicator size.
+    pub nranks: usize,
+    /// Element size in bytes.
+    pub ts: usize,
+}
+
+impl Call {
+    /// The pointer-free part of the call, for planning.
+    #[inline]
+    pub fn geometry(&self, native: Natives) -> Geometry {
+        Geometry {
+            rank: self.rank,
+            nranks: self.nranks,
+            root: self.root.max(0) as usize,
+            ts: self.ts,
+            counts: self.counts,
+            native,
+        }
+    }
+}
+
+/// A collective benchmark (one `*_perf` binary).
+pub trait Collective: Sync {
+    /// Binary name without `_perf`, e.g. `all_reduce`.
+    fn name(&self) -> &'static str;
+    /// The NCCL operation it times, as documentation names it, e.g. `AllReduce`.
+    fn operation(&self) -> &'static str;
+    /// Per-rank counts for `count` elements of `ts` bytes on `nranks` ranks.
+    fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts;
+    /// (bytes that define algbw, busbw factor).
+    fn bandwidth(&self, c: &Counts, ts: usize, nranks: usize) -> (f64, f64);
+    /// The op column, the op loop, and whether the data is reduced.
+    fn op_column(&self) -> OpColumn;
+    /// Whether the root loop runs (root column shows the root).
+    fn rooted(&self) -> bool {
+        false
+    }
+    /// Whether in-place mismatches are reported (sendrecv/alltoall print `N/A`).
+    fn reports_in_place_errors(&self) -> bool {
+        true
+    }
+    /// Checks, before any communicator exists, that this benchmark can run on `nranks` ranks
+    /// with the (clamped) size range `min_bytes..=max_bytes`.
+    fn check_shape(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<()> {
+        Ok(())
+    }
+    /// The NCCL calls of one operation on one GPU, in order.
+    fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()>;
+    /// How to prepare the buffers for one validated operation. The runner first zeroes
+    /// `counts.recv` elements at the receive pointer, then applies the fills in order.
+    fn fills(&self, f: &FillCtx) -> Vec<Fill>;
+}
+
+/// The steps `coll` plans for `g`, collected (the runner binds them as they are planned; the
+/// tests and the test oracle's replay look at them whole).
+pub fn plan_steps(coll: &dyn Collective, g: &Geometry) -> Result<Vec<Step>> {
+    let mut steps = Vec::new();
+    coll.plan(g, &mut |s| {
+        steps.push(s);
+        Ok(())
+    })?;
+    Ok(steps)
+}
+
+/// [`plan_steps`] of a plan that must succeed (unit tests).
+#[cfg(test)]
+pub(crate) fn planned(coll: &dyn Collective, g: &Geometry) -> Vec<Step> {
+    plan_steps(coll, g).expect("planning succeeds")
+}

@@ -1,0 +1,194 @@
+//! Phase 1, launch: this process joins the job and the run is made safe to stop. Bootstraps
+//! (whatever the launcher); world rank 0 creates the `-J` file, so a path that cannot be
+//! written ends the run before any GPU work; the watchdog runs beside the later phases (a lost
+//! process or a stop signal ends the run with the JSON document closed). When the later phases
+//! fail or panic, the bootstrap ends the job (MPI aborts it; TCP tells the others), naming a
+//! process that left first when there is one; when they succeed, it is finalized.
+
+use super::output::{self, Output};
+#[cfg(feature = "test-hooks")]
+use super::stall;
+use super::{fault, watch};
+use crate::bootstrap::{self, Bootstrap};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::report::{RunInfo, Step};
+use std::time::Duration;
+
+/// How long a process whose NCCL call failed waits to learn whether another process left the
+/// run (rank 0 notices within 100 ms and tells the others).
+const LOST_PEER_WAIT: Duration = Duration::from_secs(3);
+
+/// What the later phases get from the launch.
+pub(super) enum Launched<'a> {
+    /// `--dry-run`: the bootstrap only (the `-J` folder was checked, nothing created).
+    DryRun(&'a dyn Bootstrap),
+    /// A benchmark: the bootstrap and the report (stdout at world rank 0, the `-J` file).
+    Run(&'a dyn Bootstrap, &'a mut Output),
+}
+
+/// Launches: runs `phases` with what it needs inside the job and under the watchdog; returns
+/// their exit code, or their error after the job was told.
+pub(super) fn launch(
+    opts: &Options,
+    program: &str,
+    args: Vec<String>,
+    phases: impl FnOnce(Launched) -> Result<u8>,
+) -> Result<u8> {
+    fault::init(program)?;
+    let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
+    // A panic (reported by the panic hook) still ends the job as a failure does.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        guarded(opts, program, &*boot, args, phases)
+    }))
+    .unwrap_or(Err(Error::Panicked));
+    match result {
+        Ok(code) => {
+            boot.finalize()?;
+            Ok(code)
+        }
+        Err(e) => {
+            // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
+            // does: give the bootstrap a moment to name the process that left.
+            if e.may_follow_a_lost_peer()
+                && let Some(lost) = boot.lost_peer(LOST_PEER_WAIT)
+            {
+                boot.fail(&lost);
+                return Err(Error::AfterLostPeer {
+                    failure: Box::new(e),
+                    lost: Box::new(lost),
+                });
+            }
+            boot.fail(&e);
+            Err(e)
+        }
+    }
+}
+
+/// Creates (or, for a dry run, checks) the `-J` target at world rank 0 and runs `phases` under
+/// the watchdog; a run that fails closes the JSON document with the rows completed.
+fn guarded(
+    opts: &Options,
+    program: &str,
+    boot: &dyn Bootstrap,
+    args: Vec<String>,
+    phases: impl FnOnce(Launched) -> Result<u8>,
+) -> Result<u8> {
+    let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
+    if opts.dry_run {
+        if let Some(o) = output {
+            output::check_target(&o.path)?;
+        }
+        return watch::guard(boot, None, || {
+            #[cfg(feature = "test-hooks")]
+            stall::pause(boot, program);
+            phases(Launched::DryRun(boot))
+        });
+    }
+    let target = match output {
+        Some(o) => {
+            let (target, line) = output::create_target(o, &run_info(opts, program), args)?;
+            print!("{line}");
+            Some(target)
+        }
+        None => None,
+    };
+    let json = match &target {
+        Some(output::Target::Json(j)) => Some(j.clone()),
+        _ => None,
+    };
+    // A lost process or a stop signal ends the run from the watchdog, JSON closed.
+    watch::guard(boot, json, || {
+        #[cfg(feature = "test-hooks")]
+        stall::pause(boot, program);
+        let printing = boot.world_rank() == 0;
+        let mut out = Output::new(run_info(opts, program), printing, target);
+        let result = phases(Launched::Run(boot, &mut out));
+        if result.is_err() {
+            out.abort();
+        }
+        result
+    })
+}
+
+/// The parameters shown in the header, from the options (sizes before the memory clamp).
+/// Every option is named, field by field: a new option does not compile until it is shown or
+/// said not to be (`_`: the header and the JSON `config` show what nccl-tests shows, no more).
+pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
+    let Options {
+        nthreads,
+        ngpus,
+        min_bytes,
+        max_bytes,
+        step_bytes,
+        step_factor,
+        iters,
+        agg_iters,
+        warmup_iters,
+        run_cycles: _,
+        check,
+        ops: _,
+        types: _,
+        all_types: _,
+        roots: _,
+        blocking,
+        stream_null: _,
+        timeout_s: _,
+        graph,
+        report_cputime,
+        report_timestamps,
+        output_file: _,
+        average: _,
+        register: _,
+        memory_report: _,
+        unalign,
+        per_iter,
+        per_iter_skip,
+        parallel_init,
+        cta_policy: _,
+        device_impl: _,
+        device_cta_count: _,
+        dry_run: _,
+        locate: _,
+    } = o;
+    RunInfo {
+        program: program.to_string(),
+        nthreads: *nthreads,
+        ngpus: *ngpus,
+        min_bytes: *min_bytes,
+        max_bytes: *max_bytes,
+        step: if *step_factor > 1 {
+            Step::Factor(*step_factor)
+        } else {
+            Step::Bytes(*step_bytes)
+        },
+        warmup_iters: *warmup_iters,
+        iters: *iters,
+        agg_iters: *agg_iters,
+        check: *check,
+        graph: graph.number(),
+        unalign: *unalign,
+        blocking: blocking.number(),
+        per_iter: *per_iter,
+        per_iter_skip: *per_iter_skip,
+        parallel_init: *parallel_init,
+        report_cputime: *report_cputime,
+        report_timestamps: *report_timestamps,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_info_uses_unclamped_sizes() {
+        let o = Options {
+            step_factor: 2,
+            ..Options::default()
+        };
+        let i = run_info(&o, "all_reduce_perf");
+        assert_eq!(i.step, Step::Factor(2));
+        assert_eq!(i.max_bytes, 32 << 20);
+    }
+}

@@ -1,0 +1,495 @@
+//! Reading single lines of a log: launcher prefixes, and the header, device, table-header, row
+//! and footer lines of nccl-tests (v2.19.6 and older layouts, spec §3.9). Each reader returns
+//! a [`LineError`]; the caller adds file and line.
+
+use crate::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
+
+/// What is wrong with one line of a log (the caller adds the file and the line number).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// A number whose exponent did not fit the column.
+    #[error("{what} '{token}' is cut short (the exponent did not fit the column)")]
+    CutShort {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// Not a number.
+    #[error("{what} '{token}' is not a number")]
+    NotANumber {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// Not an integer.
+    #[error("{what} '{token}' is not an integer")]
+    NotAnInteger {
+        /// Which value.
+        what: String,
+        /// The token.
+        token: String,
+    },
+    /// A line that lacks a part or has one in the wrong shape, described.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+fn malformed(what: &str) -> LineError {
+    LineError::Malformed(what.to_string())
+}
+
+/// Which process wrote a line, from its launcher prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stream {
+    /// No prefix.
+    Plain,
+    /// `srun -l`: `N: `.
+    Srun(u32),
+    /// `mpirun --tag-output`: `[job,rank]<stdout>:` (stdout and stderr of a rank together).
+    Mpi(u32, u32),
+}
+
+/// Splits a launcher prefix off a line: `srun -l` (`12: text`, possibly space-padded) or
+/// `mpirun --tag-output` (`[1,0]<stdout>:text`, `<stderr>` too).
+pub fn split_prefix(line: &str) -> (Stream, &str) {
+    if let Some(rest) = line.strip_prefix('[')
+        && let Some((ids, rest)) = rest.split_once(']')
+        && let Some((job, rank)) = ids.split_once(',')
+        && let (Ok(job), Ok(rank)) = (job.parse(), rank.parse())
+    {
+        for tag in ["<stdout>:", "<stderr>:"] {
+            if let Some(text) = rest.strip_prefix(tag) {
+                // Some versions put a space after the tag; a `#` line never starts with one.
+                let text = text.strip_prefix(" #").map_or(text, |_| &text[1..]);
+                return (Stream::Mpi(job, rank), text);
+            }
+        }
+    }
+    let trimmed = line.trim_start_matches(' ');
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && digits <= 6 && trimmed[digits..].starts_with(':') {
+        let after = &trimmed[digits + 1..];
+        let text = if after.is_empty() {
+            Some("")
+        } else {
+            after.strip_prefix(' ')
+        };
+        if let (Some(text), Ok(n)) = (text, trimmed[..digits].parse()) {
+            return (Stream::Srun(n), text);
+        }
+    }
+    (Stream::Plain, line)
+}
+
+/// The benchmark a command line runs: the first word whose file name is `<name>_perf` or
+/// `<name>_perf_<suffix>` (`mpirun -np 8 /opt/nccl-tests/build/all_reduce_perf -b 8`). `#`
+/// lines and NCCL's own lines name none.
+pub fn command_program(line: &str) -> Option<String> {
+    if line.starts_with('#') || is_nccl_debug(line) {
+        return None;
+    }
+    line.split_whitespace().find_map(|word| {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        let (stem, _) = name.split_once("_perf")?;
+        let valid = !stem.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        valid.then(|| name.to_string())
+    })
+}
+
+/// NCCL's own debug output (`host:pid:tid [dev] NCCL INFO ...`), which `NCCL_DEBUG=INFO` mixes
+/// into stdout.
+pub fn is_nccl_debug(line: &str) -> bool {
+    ["NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL ABORT"]
+        .iter()
+        .any(|w| line.contains(w))
+}
+
+/// nccl-tests' failure lines (spec §7): `<host>: Test NCCL failure ...`, `Test CUDA failure`, and
+/// the ` .. <host> pid N: Test failure file:line` trace.
+pub fn is_failure(line: &str) -> bool {
+    line.contains("Test failure")
+        || line.contains("Test NCCL failure")
+        || line.contains("Test CUDA failure")
+}
+
+/// A number as printed in a table (fit-to-width, `%g`, legacy `%6.2f`): `nan`/`-nan` keep their
+/// sign bit; an exponent cut short by the column width is refused.
+pub fn number(token: &str, what: &str) -> Result<f64, LineError> {
+    if let Some((_, exp)) = token.split_once(['e', 'E'])
+        && exp.trim_start_matches(['+', '-']).len() < 2
+    {
+        return Err(LineError::CutShort {
+            what: what.to_string(),
+            token: token.to_string(),
+        });
+    }
+    token.parse::<f64>().map_err(|_| LineError::NotANumber {
+        what: what.to_string(),
+        token: token.to_string(),
+    })
+}
+
+fn integer<T: std::str::FromStr>(token: &str, what: &str) -> Result<T, LineError> {
+    token.parse().map_err(|_| LineError::NotAnInteger {
+        what: what.to_string(),
+        token: token.to_string(),
+    })
+}
+
+/// nccl-tests' defaults, for what a header does not show.
+pub fn default_info() -> RunInfo {
+    RunInfo {
+        program: String::new(),
+        nthreads: 1,
+        ngpus: 1,
+        min_bytes: 0,
+        max_bytes: 0,
+        step: Step::Factor(1),
+        warmup_iters: 1,
+        iters: 20,
+        agg_iters: 1,
+        check: 1,
+        graph: 0,
+        unalign: 0,
+        blocking: 0,
+        per_iter: false,
+        per_iter_skip: 0,
+        parallel_init: false,
+        report_cputime: false,
+        report_timestamps: false,
+    }
+}
+
+/// The parameter line `# nThread 1 nGpus 1 minBytes 8 maxBytes ... step: 2(factor) warmup
+/// iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0`, read as key/value pairs
+/// so that older versions (no `unalign:`, no `agg iters:`) are read too. `program` is set by
+/// the caller.
+pub fn parameters(line: &str) -> Result<RunInfo, LineError> {
+    let mut info = default_info();
+    let mut key = String::new();
+    let mut seen = Vec::new();
+    for token in line.trim_start_matches('#').split_whitespace() {
+        let numeric = token.starts_with(|c: char| c.is_ascii_digit() || c == '-');
+        if !numeric {
+            if !key.is_empty() {
+                key.push(' ');
+            }
+            key += token;
+            continue;
+        }
+        let k = std::mem::take(&mut key);
+        let what = format!("'{}'", k.trim_end_matches(':'));
+        match k.as_str() {
+            "nThread" => info.nthreads = integer(token, &what)?,
+            "nGpus" => info.ngpus = integer(token, &what)?,
+            "minBytes" => info.min_bytes = integer(token, &what)?,
+            "maxBytes" => info.max_bytes = integer(token, &what)?,
+            "step:" => info.step = step(token)?,
+            "warmup iters:" => info.warmup_iters = integer(token, &what)?,
+            "iters:" => info.iters = integer(token, &what)?,
+            "agg iters:" => info.agg_iters = integer(token, &what)?,
+            "validation:" => info.check = integer(token, &what)?,
+            "graph:" => info.graph = integer(token, &what)?,
+            "unalign:" => info.unalign = integer(token, &what)?,
+            _ => {}
+        }
+        seen.push(k);
+    }
+    for required in ["nThread", "nGpus", "minBytes", "maxBytes", "step:"] {
+        if !seen.iter().any(|k| k == required) {
+            return Err(LineError::Malformed(format!(
+                "parameter line without '{}'",
+                required.trim_end_matches(':')
+            )));
+        }
+    }
+    Ok(info)
+}
+
+fn step(token: &str) -> Result<Step, LineError> {
+    let bad = || LineError::Malformed(format!("step '{token}' is not N(factor) or N(bytes)"));
+    let (n, kind) = token.split_once('(').ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    match kind {
+        "factor)" => Ok(Step::Factor(n)),
+        "bytes)" => Ok(Step::Bytes(n)),
+        _ => Err(bad()),
+    }
+}
+
+/// A device line: `#  Rank  0 Group  0 Pid   1254 on         vm device  0 [0000:00:06] NVIDIA
+/// H200`; older layouts without `Group` and with `[0x06]` (bus only) are read too.
+pub fn device(line: &str) -> Result<DeviceInfo, LineError> {
+    let body = line.trim_start_matches('#');
+    let (fields, rest) = body
+        .split_once('[')
+        .ok_or_else(|| malformed("device line without '[pci address]'"))?;
+    let (pci, name) = rest
+        .split_once(']')
+        .ok_or_else(|| malformed("device line without ']' after the pci address"))?;
+    let tokens: Vec<&str> = fields.split_whitespace().collect();
+    let value = |key: &str| -> Result<Option<&str>, LineError> {
+        match tokens.iter().position(|t| *t == key) {
+            None => Ok(None),
+            Some(i) => match tokens.get(i + 1) {
+                Some(v) => Ok(Some(*v)),
+                None => Err(malformed(&format!("device line: '{key}' without a value"))),
+            },
+        }
+    };
+    let required = |key: &str| -> Result<&str, LineError> {
+        value(key)?.ok_or_else(|| malformed(&format!("device line without '{key}'")))
+    };
+    // The host name is right-aligned in 10 columns and may be empty: it is what stands between
+    // `on` and `device`.
+    let on = tokens.iter().position(|t| *t == "on");
+    let dev = tokens.iter().rposition(|t| *t == "device");
+    let hostname = match (on, dev) {
+        (Some(a), Some(b)) if b > a => tokens[a + 1..b].join(" "),
+        _ => return Err(malformed("device line without 'on <host> device <n>'")),
+    };
+    let (pci_domain, pci_bus, pci_device) = pci_address(pci.trim())?;
+    Ok(DeviceInfo {
+        rank: integer(required("Rank")?, "rank")?,
+        group: match value("Group")? {
+            Some(g) => integer(g, "group")?,
+            None => 0,
+        },
+        pid: integer(required("Pid")?, "pid")?,
+        hostname,
+        device: integer(
+            tokens.get(dev.unwrap_or(0) + 1).copied().unwrap_or(""),
+            "device",
+        )?,
+        pci_domain,
+        pci_bus,
+        pci_device,
+        name: name.strip_prefix(' ').unwrap_or(name).to_string(),
+    })
+}
+
+fn pci_address(s: &str) -> Result<(u32, u32, u32), LineError> {
+    let hex = |h: &str| {
+        u32::from_str_radix(h, 16)
+            .map_err(|_| malformed(&format!("pci address '[{s}]' is not hexadecimal")))
+    };
+    if let Some(bus) = s.strip_prefix("0x") {
+        return Ok((0, hex(bus)?, 0));
+    }
+    match s.split(':').collect::<Vec<_>>()[..] {
+        [d, b, v] => Ok((hex(d)?, hex(b)?, hex(v)?)),
+        _ => Err(malformed(&format!(
+            "pci address '[{s}]' is not domain:bus:device"
+        ))),
+    }
+}
+
+/// The columns a table has, from its header's field-name line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Columns {
+    /// A `redop` column (every layout but the oldest all_gather/broadcast ones).
+    pub redop: bool,
+    /// A `root` column (since v2.?; older tables show it only for rooted collectives).
+    pub root: bool,
+    /// `error` (the largest deviation, older layouts) instead of `#wrong` (a count).
+    pub error: bool,
+    /// `cputime` instead of `time` (`-C 1`).
+    pub cputime: bool,
+    /// `i_min i_max i_p99 i_cv%` after each half (`-I 1`).
+    pub per_iter: bool,
+    /// A trailing `timestamp` (`-S 1`).
+    pub timestamps: bool,
+}
+
+impl Default for Columns {
+    /// The v2.19.6 default layout.
+    fn default() -> Columns {
+        Columns {
+            redop: true,
+            root: true,
+            error: false,
+            cputime: false,
+            per_iter: false,
+            timestamps: false,
+        }
+    }
+}
+
+impl Columns {
+    /// From the field-name line `#       size         count ...`.
+    pub fn from_names(line: &str) -> Columns {
+        let tokens: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
+        Columns {
+            redop: tokens.contains(&"redop"),
+            root: tokens.contains(&"root"),
+            error: tokens.contains(&"error"),
+            cputime: tokens.contains(&"cputime"),
+            per_iter: tokens.contains(&"i_min"),
+            timestamps: tokens.contains(&"timestamp"),
+        }
+    }
+
+    fn per_half(&self) -> usize {
+        if self.per_iter { 8 } else { 4 }
+    }
+
+    /// Fields before the first half: size, count, type, then redop and root where present.
+    fn leading(&self) -> usize {
+        3 + usize::from(self.redop) + usize::from(self.root)
+    }
+
+    /// Whitespace-separated tokens of a row with an op name.
+    pub fn tokens(&self) -> usize {
+        self.leading() + 2 * self.per_half() + if self.timestamps { 2 } else { 0 }
+    }
+
+    /// The field names, for messages: `size count type redop root, then time algbw busbw
+    /// #wrong per half`.
+    fn describe(&self) -> String {
+        let mut lead = vec!["size", "count", "type"];
+        if self.redop {
+            lead.push("redop");
+        }
+        if self.root {
+            lead.push("root");
+        }
+        let time = if self.cputime { "cputime" } else { "time" };
+        let wrong = if self.error { "error" } else { "#wrong" };
+        let mut half = format!("{time} algbw busbw {wrong}");
+        if self.per_iter {
+            half += " i_min i_max i_p99 i_cv%";
+        }
+        let ts = if self.timestamps {
+            ", then the timestamp"
+        } else {
+            ""
+        };
+        format!("{}, then {half} per half{ts}", lead.join(" "))
+    }
+}
+
+/// True for the field-name line of a table header.
+pub fn is_names_line(line: &str) -> bool {
+    let mut t = line.trim_start_matches('#').split_whitespace();
+    t.next() == Some("size") && t.next() == Some("count")
+}
+
+/// A data row. A row with one token fewer than the columns call for has an empty op column
+/// (hypercube; alltoall in older layouts). A table without `redop` gives op `none` and one
+/// without `root` root -1, as v2.19.6 prints them for those collectives.
+pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, LineError> {
+    let mut t: Vec<&str> = line.split_whitespace().collect();
+    let want = columns.tokens();
+    if t.len() + 1 == want && columns.redop {
+        t.insert(3, "");
+    }
+    if t.len() != want {
+        return Err(LineError::Malformed(format!(
+            "a row of this table has {want} fields ({}), this line has {}",
+            columns.describe(),
+            t.len()
+        )));
+    }
+    let (op, rest) = if columns.redop {
+        (t[3].to_string(), 4)
+    } else {
+        ("none".to_string(), 3)
+    };
+    let (root, lead) = if columns.root {
+        (integer(t[rest], "root")?, rest + 1)
+    } else {
+        (-1, rest)
+    };
+    let n = columns.per_half();
+    let out_of_place = half(&t[lead..lead + n], "out-of-place")?;
+    let in_place = half(&t[lead + n..lead + 2 * n], "in-place")?;
+    Ok(RowResult {
+        size: integer(t[0], "size")?,
+        count: integer(t[1], "count")?,
+        dtype: t[2].to_string(),
+        op,
+        root,
+        out_of_place,
+        in_place,
+        timestamp: columns
+            .timestamps
+            .then(|| format!("{} {}", t[lead + 2 * n], t[lead + 1 + 2 * n])),
+        iterations,
+    })
+}
+
+fn half(t: &[&str], which: &str) -> Result<HalfResult, LineError> {
+    let num = |i: usize, name: &str| number(t[i], &format!("{which} {name}"));
+    // Older layouts mark an `error` beyond the tolerance with a trailing `*`.
+    let wrong = match t[3].trim_end_matches('*') {
+        "N/A" => None,
+        w => Some(number(w, "").map_err(|_| {
+            malformed(&format!("{which} #wrong '{}' is not a number or N/A", t[3]))
+        })?),
+    };
+    let per_iter = if t.len() > 4 {
+        let (min, max, p99, cv) = (
+            num(4, "i_min")?,
+            num(5, "i_max")?,
+            num(6, "i_p99")?,
+            num(7, "i_cv%")?,
+        );
+        Some(PerIterStats {
+            skipped: 0,
+            min_us: min,
+            max_us: max,
+            avg_us: f64::NAN,
+            p50_us: f64::NAN,
+            p95_us: f64::NAN,
+            p99_us: p99,
+            stdev_us: f64::NAN,
+            cv_pct: cv,
+            times_us: Vec::new(),
+            per_process_max_times_us: Vec::new(),
+        })
+    } else {
+        None
+    };
+    Ok(HalfResult {
+        time_us: num(0, "time")?,
+        algbw: num(1, "algbw")?,
+        busbw: num(2, "busbw")?,
+        wrong,
+        per_iter,
+    })
+}
+
+/// `# Out of bounds values : N OK|FAILED` → N.
+pub fn out_of_bounds(line: &str) -> Result<u64, LineError> {
+    let value = after_colon(line);
+    let n = value.split_whitespace().next().unwrap_or("");
+    integer(n, "out-of-bounds count")
+}
+
+/// `# Avg bus bandwidth    : X <status>` → (X, status: None for none, else OK/FAILED).
+pub fn average(line: &str) -> Result<(f64, Option<bool>), LineError> {
+    let value = after_colon(line);
+    let mut t = value.split_whitespace();
+    let avg = number(t.next().unwrap_or(""), "average bus bandwidth")?;
+    let status = match t.next() {
+        None => None,
+        Some("OK") => Some(true),
+        Some("FAILED") => Some(false),
+        Some(s) => {
+            return Err(malformed(&format!(
+                "average bus bandwidth status '{s}' is not OK or FAILED"
+            )));
+        }
+    };
+    Ok((avg, status))
+}
+
+/// The text after `label : ` of a `# %-20s : ...` footer line.
+pub fn after_colon(line: &str) -> &str {
+    line.split_once(" : ").map_or("", |(_, v)| v)
+}

@@ -1,0 +1,330 @@
+//! Logs the reference folder does not show: launcher prefixes, NCCL INFO lines, several tests,
+//! the layouts of older nccl-tests versions (spec §3.9), and broken input.
+
+use super::*;
+use crate::Step;
+
+/// A complete v2.19.6 test (one GPU, validation on), as nccl-tests prints it.
+const V2_19_6: &str = "\
+# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 4(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1402 on         vm device  0 [0000:00:06] NVIDIA H200
+#
+#                                                              out-of-place                       in-place          
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong 
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         
+        1024           256     float     sum      -1     7.87    0.13    0.00       0     0.44    2.33    0.00       0
+        4096          1024     float     sum      -1     7.07    0.58    0.00       0     0.35   11.73    0.00       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0 
+#
+# Collective test concluded: all_reduce_perf
+#
+
+";
+
+fn parse(text: &str) -> Result<Vec<Run>, ReadError> {
+    parse_log(text, "test.log", &ParseOptions::default())
+}
+
+fn one(text: &str) -> Run {
+    let runs = parse(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    runs.into_iter().next().unwrap_or_else(|| unreachable!())
+}
+
+fn prefixed(prefix: &str, text: &str) -> String {
+    text.lines().map(|l| format!("{prefix}{l}\n")).collect()
+}
+
+#[test]
+fn a_plain_test_prints_back_unchanged() {
+    let run = one(V2_19_6);
+    assert_eq!(run.info.program, "all_reduce_perf");
+    assert_eq!(run.nccl_version, 22803);
+    assert_eq!(run.rows.len(), 2);
+    assert_eq!((run.source.first_line, run.source.last_line), (1, 18));
+    assert_eq!(
+        run.to_text(),
+        V2_19_6.trim_end_matches('\n').to_string() + "\n\n"
+    );
+}
+
+#[test]
+fn srun_label_prefixes_are_removed() {
+    let mut log = prefixed("0: ", V2_19_6);
+    // Another task prints only NCCL's lines; task 0 mixes some into its output too.
+    log = log.replacen(
+        "0: # Using devices\n",
+        "1: vm:1403:1403 [1] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n0: # Using devices\n\
+         0: vm:1402:1402 [0] NCCL INFO NCCL version 2.28.3+cuda13.0\n",
+        1,
+    );
+    let run = one(&log);
+    assert_eq!(run.to_text(), one(V2_19_6).to_text());
+}
+
+#[test]
+fn srun_label_padded_prefixes() {
+    let run = one(&prefixed(" 3: ", V2_19_6));
+    assert_eq!(run.rows.len(), 2);
+}
+
+#[test]
+fn mpirun_tag_output_splits_processes() {
+    // Two ranks that did not form one job (launcher/MPI mismatch) each print a whole test,
+    // interleaved line by line.
+    let a: Vec<String> = prefixed("[1,0]<stdout>:", V2_19_6)
+        .lines()
+        .map(String::from)
+        .collect();
+    let b: Vec<String> = prefixed("[1,1]<stdout>:", V2_19_6)
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut log = String::new();
+    for (x, y) in a.iter().zip(&b) {
+        log += &format!("{x}\n{y}\n");
+    }
+    let runs = parse(&log).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].to_text(), runs[1].to_text());
+    assert_eq!(
+        (runs[0].source.first_line, runs[1].source.first_line),
+        (1, 2)
+    );
+}
+
+#[test]
+fn nccl_info_lines_inside_the_table_are_skipped() {
+    let log = V2_19_6.replacen(
+        "        4096 ",
+        "vm:1402:1410 [0] NCCL INFO Channel 00/32 : 0\nvm:1402:1410 [0] NCCL WARN Cuda failure 'x'\n        4096 ",
+        1,
+    );
+    let run = one(&log);
+    assert_eq!(run.rows.len(), 2);
+    assert!(run.text.extra_lines.is_empty());
+}
+
+#[test]
+fn several_tests_in_one_log() {
+    let second = V2_19_6.replace("all_reduce_perf", "all_gather_perf");
+    let log = format!("launcher says hello\n{V2_19_6}# time -v: noise\n{second}");
+    let runs = parse(&log).unwrap_or_else(|e| panic!("{e}"));
+    let programs: Vec<&str> = runs.iter().map(|r| r.info.program.as_str()).collect();
+    assert_eq!(programs, ["all_reduce_perf", "all_gather_perf"]);
+    assert_eq!(runs[0].source.first_line, 2);
+    assert_eq!(runs[1].source.first_line, 21);
+}
+
+#[test]
+fn legacy_v2_13_layout() {
+    // No version line, no starting/concluded lines, no `unalign:`, bus id only, `%6.2f`
+    // bandwidths and `%5g` #wrong, narrower #wrong header columns.
+    let log = "\
+# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#   Rank  0 Group  0 Pid  12345 on    dgx-a01 device  0 [0x07] NVIDIA A100-SXM4-80GB
+#   Rank  1 Group  0 Pid  12345 on    dgx-a01 device  1 [0x0f] NVIDIA A100-SXM4-80GB
+#
+#                                                       out-of-place                       in-place          
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
+           8             2     float     sum      -1    28.41    0.00    0.00      0    27.95    0.00    0.00      0
+   134217728      33554432     float     sum      -1    12345  10.87   10.87      0  10000.0  13.42   13.42      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 6.0725 
+#
+";
+    let run = one(log);
+    assert_eq!(run.info.program, "");
+    assert_eq!(run.info.warmup_iters, 5);
+    assert_eq!(run.info.step, Step::Factor(2));
+    assert_eq!(run.devices.len(), 2);
+    assert_eq!(run.devices[1].pci_bus, 0x0f);
+    assert_eq!(run.rows[1].out_of_place.time_us, 12345.0);
+    assert_eq!(run.rows[1].in_place.time_us, 10000.0);
+    let s = run.summary.as_ref().unwrap_or_else(|| unreachable!());
+    assert_eq!(s.avg_busbw, 6.0725);
+    // Printed back in the v2.19.6 layout.
+    assert!(run.to_text().contains(
+        "   134217728      33554432     float     sum      -1  12345.0   10.87   10.87       0  10000.0   13.42   13.42       0\n"
+    ));
+}
+
+#[test]
+fn legacy_header_without_group_graph_or_agg_iters() {
+    let log = "\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  12345 on      node1 device  0 [0x1a] Tesla V100-SXM2-32GB
+#
+#                                                     out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    10.01   0.00   0.00      0    10.02   0.00   0.00      0
+          16             4     float     sum      -1    10.11   0.00   0.00      0    10.12   0.00   0.00      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0 
+";
+    let run = one(log);
+    assert_eq!(run.devices[0].group, 0);
+    assert_eq!(run.devices[0].name, "Tesla V100-SXM2-32GB");
+    assert_eq!((run.info.agg_iters, run.info.graph), (1, 0));
+    assert_eq!(run.rows.len(), 2);
+}
+
+#[test]
+fn v2_17_layout_overflowing_columns() {
+    // v2.17.3–v2.19.5 print 9999.996 µs as `10000.00`, one character too wide.
+    let log = V2_19_6.replace("     7.07    0.58    0.00", " 10000.00    0.58    0.00");
+    let run = one(&log);
+    assert_eq!(run.rows[1].out_of_place.time_us, 10000.0);
+}
+
+#[test]
+fn n_a_timestamp_and_per_iteration_columns() {
+    let log = "\
+# Collective test starting: sendrecv_perf
+# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 2 iterations 
+#
+# Using devices
+#  Rank  0 Group  0 Pid   2015 on         vm device  0 [0000:00:06] NVIDIA H200
+#
+#                                                                 out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)   %Y-%m-%d %H:%M:%S
+           8             2     float     sum      -1    10.15    0.00    0.00       0     6.88    14.69    14.69    21.37     2.32    0.00    0.00    N/A     1.54     4.74     4.74    31.93  2026-12-02 12:57:44
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0 
+#
+# Collective test concluded: sendrecv_perf
+#
+
+";
+    let run = one(log);
+    assert!(run.info.per_iter && run.info.report_timestamps);
+    assert_eq!(run.info.per_iter_skip, 2);
+    let r = &run.rows[0];
+    assert_eq!(r.in_place.wrong, None);
+    assert_eq!(r.out_of_place.wrong, Some(0.0));
+    assert_eq!(r.timestamp.as_deref(), Some("2026-12-02 12:57:44"));
+    assert_eq!(
+        r.out_of_place.per_iter.as_ref().map(|p| p.cv_pct),
+        Some(21.37)
+    );
+    assert_eq!(run.to_text(), log);
+}
+
+#[test]
+fn failure_lines_end_a_test_without_footer() {
+    let cut = V2_19_6.split("# Out of bounds").next().unwrap_or_default();
+    let log = format!(
+        "{cut}vm: Test NCCL failure all_reduce.cu:507 'invalid argument'\n .. vm pid 1350: Test failure common.cu:597\nafterwards\n"
+    );
+    let run = one(&log);
+    assert!(run.summary.is_none());
+    assert_eq!(run.text.extra_lines.len(), 2);
+    assert_eq!(run.to_text(), log.trim_end_matches("afterwards\n"));
+}
+
+#[test]
+fn truncated_log_names_the_last_line() {
+    let cut: String = V2_19_6.lines().take(11).map(|l| format!("{l}\n")).collect();
+    let e = parse(&cut).expect_err("truncated");
+    assert_eq!(e.line, Some(11), "{e}");
+    assert!(e.message.contains("truncated"), "{e}");
+    assert!(e.to_string().starts_with("test.log:11: "), "{e}");
+    let partial = parse_log(
+        &cut,
+        "t",
+        &ParseOptions {
+            allow_partial: true,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(partial[0].rows.len(), 1);
+    assert!(partial[0].summary.is_none());
+}
+
+#[test]
+fn a_new_test_inside_an_unfinished_one_is_reported() {
+    let cut: String = V2_19_6.lines().take(11).map(|l| format!("{l}\n")).collect();
+    let e = parse(&format!("{cut}{V2_19_6}")).expect_err("interrupted");
+    assert!(e.message.contains("another test starts at line 12"), "{e}");
+}
+
+#[test]
+fn broken_rows_name_line_and_column() {
+    let bad = V2_19_6.replacen("     7.07 ", "     x.07 ", 1);
+    let e = parse(&bad).expect_err("bad number");
+    assert_eq!(e.line, Some(12));
+    assert!(e.message.contains("out-of-place time 'x.07'"), "{e}");
+
+    let short = V2_19_6.replacen("0.35   11.73    0.00       0", "0.35", 1);
+    let e = parse(&short).expect_err("missing fields");
+    assert_eq!(e.line, Some(12));
+    assert!(e.message.contains("this line has 10"), "{e}");
+
+    let cut_exp = V2_19_6.replacen("     7.07 ", "-1.5e+0 ", 1);
+    assert!(parse(&cut_exp).is_err());
+
+    let bad_header = V2_19_6.replacen("nGpus 1", "nGpus one", 1);
+    let e = parse(&bad_header).expect_err("bad header");
+    assert_eq!(e.line, Some(3));
+}
+
+#[test]
+fn garbage_is_an_error_not_a_panic() {
+    let e = parse("hello\nworld\n").expect_err("garbage");
+    assert!(
+        e.message.contains("no nccl-tests output found in 2 lines"),
+        "{e}"
+    );
+    // Deterministic pseudo-random bytes, and every prefix of a real test.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let bytes: Vec<u8> = (0..20_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 97) as u8 + 10
+        })
+        .collect();
+    let noise = String::from_utf8_lossy(&bytes);
+    let _ = parse(&noise);
+    let _ = parse(&format!("{V2_19_6}{noise}"));
+    for cut in 0..V2_19_6.len() {
+        if V2_19_6.is_char_boundary(cut) {
+            let _ = parse(&V2_19_6[..cut]);
+        }
+    }
+}
+
+#[test]
+fn prefix_detection_leaves_rows_alone() {
+    use lines::{Stream, split_prefix};
+    assert_eq!(split_prefix("12: # x"), (Stream::Srun(12), "# x"));
+    assert_eq!(split_prefix("0:"), (Stream::Srun(0), ""));
+    assert_eq!(
+        split_prefix("[1,3]<stderr>:text"),
+        (Stream::Mpi(1, 3), "text")
+    );
+    assert_eq!(
+        split_prefix("[1,3]<stdout>: # x"),
+        (Stream::Mpi(1, 3), "# x")
+    );
+    let row = "           8             2     float     sum      -1     4.76";
+    assert_eq!(split_prefix(row), (Stream::Plain, row));
+    assert_eq!(
+        split_prefix("vm:1402:1402 [0] NCCL INFO"),
+        (Stream::Plain, "vm:1402:1402 [0] NCCL INFO")
+    );
+}
