@@ -757,8 +757,8 @@ fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
                         made.fetch_add(1, Ordering::Relaxed);
                         let mut h = held.lock().unwrap();
                         h.push_back(c);
-                        // Keep more than the door holds open, the oldest closing.
-                        if h.len() > 700 {
+                        // Keep far more than the door holds open, the oldest closing.
+                        if h.len() > 1500 {
                             h.pop_front();
                         }
                     }
@@ -766,7 +766,7 @@ fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
             })
         })
         .collect();
-    while made.load(Ordering::Relaxed) < 600 {
+    while made.load(Ordering::Relaxed) < 900 {
         assert!(
             start.elapsed() < Duration::from_secs(15),
             "the flood did not start"
