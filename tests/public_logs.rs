@@ -525,6 +525,9 @@ fn a_run_that_failed_before_its_first_row_keeps_its_failure_everywhere() {
     assert!(md.contains("- no rows: nothing was measured"), "{md}");
 }
 
+/// What goes before line `i` of a log.
+type Prefix = Box<dyn Fn(usize) -> String>;
+
 /// A real log with every line prefixed, as documents and launchers show them.
 fn prefixed(prefix: impl Fn(usize) -> String, body: &str) -> String {
     body.lines()
@@ -538,7 +541,7 @@ fn a_constant_prefix_on_every_line_is_taken_off() {
     let body = read("gcp-a3mega-mpirun-16.log");
     let plain = parse_log(&body, "a3", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     let dir = scratch("prefixes");
-    let cases: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let cases: Vec<(&str, Prefix)> = vec![
         ("markdown-4-spaces", Box::new(|_| "    ".to_string())),
         ("tab", Box::new(|_| "\t".to_string())),
         ("quote", Box::new(|_| "> ".to_string())),
