@@ -61,8 +61,7 @@ fn command() -> Command {
     let half = Arg::new("half")
         .long("half")
         .value_parser(["both", "out", "in"])
-        .default_value("both")
-        .help("Out-of-place, in-place or both halves of each row");
+        .help("Out-of-place, in-place or both halves of each row (default both; plot: the out-of-place half alone for a run of one rank, whose in-place operations are no-ops)");
     Command::new("nccl-perf")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Tables, JSON, plots and regression checks from nccl-tests and nccl-perf results (no GPU needed)")
@@ -248,7 +247,7 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
             let options = PlotOptions {
                 output: m.get_one::<String>("output").cloned().unwrap_or_default(),
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
-                half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
+                half: m.get_one::<String>("half").map(|h| Half::parse(h)),
                 size: image_size(size)?,
                 log_y: m.get_flag("log-y"),
                 title: m.get_one::<String>("title").cloned(),
