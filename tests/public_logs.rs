@@ -246,6 +246,15 @@ const PUBLIC: &[Expect] = &[
         op: "",
     },
     Expect {
+        file: "nccl-issue-258-using-devices-excerpt.log",
+        rows: 4,
+        program: "",
+        ranks: Some(4),
+        problems: &[Check::Footer],
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
         file: "azure-h100-invalid-number-of-gpus.log",
         rows: 0,
         program: "all_reduce_perf",
