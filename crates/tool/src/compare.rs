@@ -192,13 +192,14 @@ pub fn compare(
     if matched == 0 {
         text += "; no size in common, nothing to compare\n";
     } else if ratios.is_empty() {
+        let one_rank = rank_counts(base).0.iter().all(|n| *n == 1);
         text += &format!(
             "; no ratio: the base {} is 0 or missing everywhere{}\n",
             o.metric.name(),
-            if o.metric == Metric::Busbw {
-                " (one rank has no bus traffic; try --metric algbw)"
-            } else {
-                ""
+            match o.metric {
+                Metric::Busbw if one_rank => " (one rank has no bus traffic; try --metric algbw)",
+                Metric::Time => "",
+                _ => " (the table rounds small values to 0.00; try --metric time)",
             }
         );
     } else {

@@ -527,12 +527,22 @@ impl Prefixes {
     /// Learns the prefixes of a log's lines.
     pub fn learn<'a>(lines: impl Iterator<Item = &'a str>) -> Prefixes {
         let mut seen: Vec<String> = Vec::new();
+        // Timestamped prefixes differ on every line: one of each shape and writer is enough.
+        let mut shapes: Vec<(String, String)> = Vec::new();
         for line in lines {
             if let Some(at) = anchor_at(line) {
                 let p = &line[..at];
-                if !p.is_empty() && p.len() <= 200 && !seen.iter().any(|s| s == p) {
-                    seen.push(p.to_string());
+                if p.is_empty() || p.len() > 200 || seen.iter().any(|s| s == p) {
+                    continue;
                 }
+                if has_timestamp(p) {
+                    let key = (shape(p), writer(p));
+                    if shapes.contains(&key) {
+                        continue;
+                    }
+                    shapes.push(key);
+                }
+                seen.push(p.to_string());
             }
         }
         seen.sort_by_key(|s| std::cmp::Reverse(s.len()));
