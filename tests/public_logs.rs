@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use nccl_perf_report::health;
+use nccl_perf_report::health::{self, Check};
 use nccl_perf_report::parse::{ParseOptions, parse_log};
 
 fn logs() -> PathBuf {
@@ -55,11 +55,12 @@ struct Expect {
     program: &'static str,
     /// Ranks, when the test's device lines are in the log.
     ranks: Option<usize>,
-    /// The excerpt ends before the footer: readable only with `--partial`.
-    cut: bool,
+    /// The problems `health` must find, in order (empty for a sound run): `Footer` for an
+    /// excerpt or a job that ends before the footer.
+    problems: &'static [Check],
     /// `error` column (older layouts) instead of `#wrong`.
     error_column: bool,
-    /// op of the first row.
+    /// op of the first row (when there is one).
     op: &'static str,
 }
 
@@ -69,7 +70,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "sum",
     },
@@ -78,7 +79,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "none",
     },
@@ -87,7 +88,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "",
     },
@@ -96,7 +97,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "none",
     },
@@ -105,7 +106,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "sum",
     },
@@ -114,7 +115,7 @@ const PUBLIC: &[Expect] = &[
         rows: 34,
         program: "",
         ranks: Some(8),
-        cut: false,
+        problems: &[],
         error_column: true,
         op: "sum",
     },
@@ -123,7 +124,7 @@ const PUBLIC: &[Expect] = &[
         rows: 29,
         program: "",
         ranks: None,
-        cut: true,
+        problems: &[Check::Footer],
         error_column: false,
         op: "sum",
     },
@@ -132,7 +133,7 @@ const PUBLIC: &[Expect] = &[
         rows: 32,
         program: "",
         ranks: None,
-        cut: true,
+        problems: &[Check::Footer],
         error_column: false,
         op: "sum",
     },
@@ -141,7 +142,7 @@ const PUBLIC: &[Expect] = &[
         rows: 7,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -150,7 +151,7 @@ const PUBLIC: &[Expect] = &[
         rows: 32,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -159,7 +160,7 @@ const PUBLIC: &[Expect] = &[
         rows: 3,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -168,7 +169,7 @@ const PUBLIC: &[Expect] = &[
         rows: 5,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -177,7 +178,7 @@ const PUBLIC: &[Expect] = &[
         rows: 5,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -186,7 +187,7 @@ const PUBLIC: &[Expect] = &[
         rows: 6,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -195,7 +196,7 @@ const PUBLIC: &[Expect] = &[
         rows: 6,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -204,7 +205,7 @@ const PUBLIC: &[Expect] = &[
         rows: 31,
         program: "",
         ranks: None,
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "sum",
     },
@@ -213,9 +214,54 @@ const PUBLIC: &[Expect] = &[
         rows: 1,
         program: "alltoall_perf",
         ranks: Some(1),
-        cut: false,
+        problems: &[],
         error_column: false,
         op: "none",
+    },
+    Expect {
+        file: "rccl-issue-1562-mi300x-vf-pci-function.log",
+        rows: 25,
+        program: "",
+        ranks: Some(8),
+        problems: &[],
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "aws-eks-mpijob-indented.log",
+        rows: 7,
+        program: "",
+        ranks: None,
+        problems: &[],
+        error_column: false,
+        op: "sum",
+    },
+    Expect {
+        file: "skypilot-pr-3217-ray-prefix-cut.log",
+        rows: 0,
+        program: "",
+        ranks: Some(4),
+        problems: &[Check::Footer, Check::Rows],
+        error_column: false,
+        op: "",
+    },
+    Expect {
+        file: "nccl-issue-258-using-devices-excerpt.log",
+        rows: 4,
+        program: "",
+        ranks: Some(4),
+        problems: &[Check::Footer],
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
+        file: "azure-h100-invalid-number-of-gpus.log",
+        rows: 0,
+        program: "all_reduce_perf",
+        ranks: None,
+        problems: &[Check::Footer, Check::Errors, Check::Rows],
+        error_column: false,
+        op: "",
     },
 ];
 
@@ -242,46 +288,42 @@ fn every_public_log_is_read() {
             e.file
         );
         let body = read(e.file);
-        let strict = parse_log(&body, e.file, &ParseOptions::default());
-        assert_eq!(strict.is_err(), e.cut, "{}: {:?}", e.file, strict.err());
-        let options = ParseOptions {
-            allow_partial: true,
-        };
-        let runs = parse_log(&body, e.file, &options).unwrap_or_else(|err| panic!("{err}"));
+        let runs = parse_log(&body, e.file, &ParseOptions::default())
+            .unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(runs.len(), 1, "{}", e.file);
         let run = &runs[0];
         assert_eq!(run.rows.len(), e.rows, "{}", e.file);
         assert_eq!(run.info.program, e.program, "{}", e.file);
         assert_eq!(health::ranks(run), e.ranks, "{}", e.file);
         assert_eq!(run.text.error_column, e.error_column, "{}", e.file);
-        assert_eq!(run.rows[0].op, e.op, "{}", e.file);
+        if let Some(first) = run.rows.first() {
+            assert_eq!(first.op, e.op, "{}", e.file);
+        }
         assert!(
             run.rows.iter().all(|r| r.size > 0 || r.count == 0),
             "{}",
             e.file
         );
-        // A sound public run is reported as sound; a cut one only for its missing footer.
-        let problems = health::problems(run);
-        if e.cut {
-            assert_eq!(problems.len(), 1, "{}: {problems:?}", e.file);
-            assert_eq!(problems[0].check, health::Check::Footer);
-        } else {
-            assert!(problems.is_empty(), "{}: {problems:?}", e.file);
-        }
-        // And the tool agrees, through JSON and back.
+        // A sound public run is reported as sound; a cut or failed one for what it lacks.
+        let problems: Vec<Check> = health::problems(run).iter().map(|p| p.check).collect();
+        assert_eq!(
+            problems,
+            e.problems,
+            "{}: {:?}",
+            e.file,
+            health::problems(run)
+        );
+        // And the tool agrees, `--partial` or not (accepted, changes nothing).
         let path = logs().join(e.file);
         let path = path.to_string_lossy();
-        let mut args = vec!["parse", &path];
-        if e.cut {
-            args.push("--partial");
+        let want = Some(if e.problems.is_empty() { 0 } else { 3 });
+        for extra in [None, Some("--partial")] {
+            let mut args = vec!["parse", &*path];
+            args.extend(extra);
+            let out = tool(&args);
+            assert_eq!(out.status.code(), want, "{}", text(&out));
+            assert!(!out.stdout.is_empty(), "{}: the runs are written", e.file);
         }
-        let out = tool(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(if e.cut { 3 } else { 0 }),
-            "{}",
-            text(&out)
-        );
     }
 }
 
@@ -314,14 +356,17 @@ fn older_layouts_keep_their_values() {
 fn a_row_that_does_not_fit_names_its_line_and_the_columns() {
     let body =
         read("superbench-allgather.log").replacen("    34.27    0.00", "  sum  34.27    0.00", 1);
-    let err = parse_log(&body, "ag.log", &ParseOptions::default())
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let runs =
+        parse_log(&body, "ag.log", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].rows.len(), 33, "the other rows are kept");
     assert_eq!(
-        err,
-        "ag.log:17: a row of this table has 11 fields (size count type, then time algbw busbw \
-         error per half), this line has 12"
+        runs[0].text.broken_lines,
+        vec![(
+            17,
+            "a row of this table has 11 fields (size count type, then time algbw busbw error \
+             per half), this line has 12"
+                .to_string()
+        )]
     );
 }
 
@@ -380,27 +425,23 @@ fn compare_refuses_broken_runs_and_says_why() {
     let out = compare(&wrong, &["--allow", "wrong"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
-    // Cut before its footer: an error without --partial, BROKEN with it.
+    // Cut before its footer: BROKEN, with the rows read so far and where it stopped.
     let cut = a3mega(&dir, "cut.log", |s| {
         s.lines()
             .filter(|l| !l.starts_with("# Out of") && !l.starts_with("# Avg"))
             .map(|l| format!("{l}\n"))
             .collect()
     });
-    assert_eq!(compare(&cut, &[]).status.code(), Some(2));
-    let out = compare(&cut, &["--partial"]);
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(3), "{t}");
-    assert!(
-        t.contains("no footer: the test stopped after 31 row(s) (the log is cut short"),
-        "{t}"
-    );
-    assert_eq!(
-        compare(&cut, &["--partial", "--allow", "footer"])
-            .status
-            .code(),
-        Some(0)
-    );
+    for extra in [&[][..], &["--partial"][..]] {
+        let out = compare(&cut, extra);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(3), "{t}");
+        assert!(
+            t.contains("no footer: the test stopped after 31 row(s) (the log ends at line"),
+            "{t}"
+        );
+    }
+    assert_eq!(compare(&cut, &["--allow", "footer"]).status.code(), Some(0));
 
     // An NCCL failure after some rows.
     let failed = a3mega(&dir, "failed.log", |s| {
@@ -491,4 +532,216 @@ fn a_run_that_failed_before_its_first_row_keeps_its_failure_everywhere() {
     let md = text(&tool(&["report", "--format", "markdown", &log]));
     assert!(md.contains("**Not to be trusted:**"), "{md}");
     assert!(md.contains("- no rows: nothing was measured"), "{md}");
+}
+
+/// What goes before line `i` of a log.
+type Prefix = Box<dyn Fn(usize) -> String>;
+
+/// A real log with every line prefixed, as documents and launchers show them.
+fn prefixed(prefix: impl Fn(usize) -> String, body: &str) -> String {
+    body.lines()
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}\n", prefix(i)))
+        .collect()
+}
+
+#[test]
+fn a_constant_prefix_on_every_line_is_taken_off() {
+    let body = read("gcp-a3mega-mpirun-16.log");
+    let plain = parse_log(&body, "a3", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let dir = scratch("prefixes");
+    let cases: Vec<(&str, Prefix)> = vec![
+        ("markdown-4-spaces", Box::new(|_| "    ".to_string())),
+        ("tab", Box::new(|_| "\t".to_string())),
+        ("quote", Box::new(|_| "> ".to_string())),
+        (
+            "ray",
+            Box::new(|_| "(head, rank=0, pid=3808) [1,0]<stdout>:".to_string()),
+        ),
+        (
+            "kubectl-prefix",
+            Box::new(|_| "[pod/nccl-tests-launcher-6xq2v/mpi-launcher] ".to_string()),
+        ),
+        (
+            "stern",
+            Box::new(|_| "nccl-tests-launcher-6xq2v mpi-launcher ".to_string()),
+        ),
+        ("pdsh", Box::new(|_| "ztan-mig-235z: ".to_string())),
+        (
+            "timestamp",
+            Box::new(|i| {
+                format!(
+                    "2024-11-05T18:{:02}:{:02}.{:09}Z ",
+                    i / 60,
+                    i % 60,
+                    i * 7919
+                )
+            }),
+        ),
+    ];
+    for (name, prefix) in cases {
+        let log = prefixed(prefix, &body);
+        let runs = parse_log(&log, name, &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(runs.len(), 1, "{name}");
+        assert_eq!(runs[0].rows, plain[0].rows, "{name}");
+        assert_eq!(runs[0].devices, plain[0].devices, "{name}");
+        assert!(health::problems(&runs[0]).is_empty(), "{name}");
+        let path = write(&dir, &format!("{name}.log"), &log);
+        let out = tool(&["report", &path]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+    }
+}
+
+#[test]
+fn a_row_broken_by_an_nccl_line_names_it_and_keeps_the_others() {
+    let dir = scratch("interleaved");
+    // nccl-tests prints a row's size, count, type, redop and root before it times the
+    // collective: NCCL's lazy connection lines land inside the row.
+    let body = read("gcp-a3mega-mpirun-16.log").replacen(
+        "     2097152        524288     float     sum      -1",
+        "     2097152        524288     float     sum      -1ztan-mig-235z:6899:7012 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/GPUDirectTCPX/0\n",
+        1,
+    );
+    assert_ne!(body, read("gcp-a3mega-mpirun-16.log"));
+    let log = write(&dir, "interleaved.log", &body);
+    let out = tool(&["parse", &log]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("unreadable line 43: a row broken by interleaved output: line 42 ("),
+        "{t}"
+    );
+    assert!(t.contains("NCCL INFO Channel 00/0"), "{t}");
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        json.matches("\"size\":").count(),
+        30,
+        "the other 30 rows are kept"
+    );
+    let base = logs().join("gcp-a3mega-mpirun-16.log");
+    let out = tool(&["compare", &base.to_string_lossy(), &log]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("# problem: new "), "{t}");
+}
+
+#[test]
+fn an_excerpt_from_using_devices_keeps_its_rank_count() {
+    let dir = scratch("excerpt");
+    let body = read("rccl-issue-1562-mi300x-vf-pci-function.log");
+    let from = body.find("# Using devices").unwrap_or(0);
+    let eight = write(&dir, "eight.log", &body[from..]);
+    // The same excerpt as if the run had a second node: device lines for ranks 8 to 15.
+    let more: String = (8..16)
+        .map(|r| {
+            format!(
+                "#   Rank {r:2} Pid  61000 on other-node device  {} [0002:00:00.0] AMD Instinct MI300X VF\n",
+                r - 8
+            )
+        })
+        .collect();
+    let sixteen_body = body[from..].replacen("MI300X VF\n#\n", &format!("MI300X VF\n{more}#\n"), 1);
+    let sixteen = write(&dir, "sixteen.log", &sixteen_body);
+    let out = tool(&["compare", &sixteen, &eight]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(t.contains("# problem: ranks: base 16, new 8"), "{t}");
+
+    // A table without its device lines (the a3mega document lost their `#`): the rank count
+    // comes from busbw/algbw, 16, and is checked.
+    let bare = logs().join("gcp-a3mega-mpirun-16.log");
+    let out = tool(&["compare", &eight, &bare.to_string_lossy()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("# note: new has no device lines: 16 rank(s) inferred from busbw/algbw"),
+        "{t}"
+    );
+    assert!(t.contains("# problem: ranks: base 8, new 16"), "{t}");
+}
+
+#[test]
+fn runs_without_a_common_size_say_so() {
+    let dir = scratch("no-common");
+    let body = read("gcp-a3mega-mpirun-16.log");
+    let small: String = body
+        .lines()
+        .filter(|l| {
+            let size: u64 = l
+                .split_whitespace()
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0);
+            size == 0 || size < 1 << 20
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let large: String = body
+        .lines()
+        .filter(|l| {
+            let size: u64 = l
+                .split_whitespace()
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(u64::MAX);
+            size >= 1 << 20
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (a, b) = (
+        write(&dir, "small.log", &small),
+        write(&dir, "large.log", &large),
+    );
+    let out = tool(&["compare", &a, &b]);
+    let t = text(&out);
+    assert!(t.contains("no size in common, nothing to compare"), "{t}");
+    assert!(!t.contains("0 or missing everywhere"), "{t}");
+}
+
+#[test]
+fn the_real_cause_of_a_failure_is_the_reason_given() {
+    let log = logs().join("azure-h100-invalid-number-of-gpus.log");
+    let out = tool(&["parse", &log.to_string_lossy()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains(
+            "all_reduce_perf: error: Invalid number of GPUs: 297 requested but only 8 were found."
+        ),
+        "{t}"
+    );
+    assert!(t.contains("(it failed)"), "{t}");
+}
+
+#[test]
+fn a_cut_log_keeps_the_complete_tests_before_it() {
+    let dir = scratch("cut-two");
+    let body = read("superbench-allreduce.log") + &read("aws-p4de-srun-l.log");
+    let log = write(&dir, "two.log", &body);
+    let out = tool(&["report", "--format", "csv", &log]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(csv.lines().count(), 1 + 34 + 29, "{csv}");
+    assert!(
+        t.contains("no footer: the test stopped after 29 row(s) (the log ends at line"),
+        "{t}"
+    );
+}
+
+#[test]
+fn an_unnamed_test_stays_unnamed_through_json() {
+    let dir = scratch("unnamed");
+    let out = tool(&[
+        "parse",
+        &logs().join("superbench-allreduce.log").to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let json = write(&dir, "sb.json", &String::from_utf8_lossy(&out.stdout));
+    let md = text(&tool(&["report", "--format", "markdown", &json]));
+    assert!(md.starts_with("### unnamed test ("), "{md}");
+    assert!(!md.contains("nccl-perf"), "{md}");
+    let table = text(&tool(&["report", &json]));
+    assert!(!table.contains("Collective test starting"), "{table}");
 }

@@ -233,25 +233,28 @@ fn unreadable_input_exits_2_with_file_and_line() {
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(&cut, text).unwrap_or_else(|e| panic!("{e}"));
-    let out = tool(&["report", &cut.to_string_lossy()]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cut.log:20: the log ends inside the test all_reduce_perf"),
-        "{err}"
-    );
-    // --partial keeps the rows, but a run without footer is still reported as broken.
-    let out = tool(&["report", "--partial", &cut.to_string_lossy()]);
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cut.log:2 all_reduce_perf: no footer: the test stopped after 9 row(s)"),
-        "{err}"
-    );
-    assert_eq!(
-        stdout(&out).lines().filter(|l| !l.starts_with('#')).count(),
-        9
-    );
+    // A cut log (a job killed by its time limit) keeps its rows, says where it stopped and is
+    // reported as broken; --partial is accepted and changes nothing.
+    for extra in [None, Some("--partial")] {
+        let mut args = vec!["report"];
+        args.extend(extra);
+        let path = cut.to_string_lossy();
+        args.push(&path);
+        let out = tool(&args);
+        assert_eq!(out.status.code(), Some(3));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "cut.log:2 all_reduce_perf: no footer: the test stopped after 9 row(s) (the log \
+                 ends at line 20, before the footer: the log is cut short or the job was killed)"
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            stdout(&out).lines().filter(|l| !l.starts_with('#')).count(),
+            9
+        );
+    }
 
     let bad_json = dir.join("bad.json");
     std::fs::write(&bad_json, "{\"version\":3,\n\"config\":{}}").unwrap_or_else(|e| panic!("{e}"));
@@ -370,6 +373,8 @@ fn plots_are_written_as_svg_and_png() {
         &runs[1],
         "--metric",
         "algbw",
+        "--half",
+        "both",
         "-o",
         &svg.to_string_lossy(),
     ]);
@@ -423,6 +428,58 @@ fn plots_are_written_as_svg_and_png() {
 
     let out = tool(&["plot", &runs[0], "-o", &dir.join("x.gif").to_string_lossy()]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn plots_name_inputs_apart_and_keep_one_rank_no_ops_off_the_axis() {
+    let dir = scratch("plot-names");
+    // Two runs both called run.out, in folders a/ and b/ (a colleague's usual layout).
+    let mut paths = Vec::new();
+    for (folder, name) in [("a", "ar_sweep.out"), ("b", "ar_sweep_run2.out")] {
+        std::fs::create_dir_all(dir.join(folder)).unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.join(folder).join("run.out");
+        std::fs::write(&path, read(&reference(name))).unwrap_or_else(|e| panic!("{e}"));
+        paths.push(path.to_string_lossy().into_owned());
+    }
+    let svg = dir.join("ab.svg");
+    let out = tool(&[
+        "plot",
+        &paths[0],
+        &paths[1],
+        "--metric",
+        "algbw",
+        "-o",
+        &svg.to_string_lossy(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let text = read(&svg);
+    assert!(text.contains("a/run out-of-place"), "{text}");
+    assert!(text.contains("b/run out-of-place"), "{text}");
+    // One rank: the in-place no-ops (algbw in the thousands of GB/s) are left out, and said so.
+    assert!(!text.contains("in-place"), "in-place drawn at one rank");
+    assert!(
+        err.contains("a/run: one rank, where the in-place operations are no-ops"),
+        "{err}"
+    );
+    // No exponent in the axis labels.
+    assert!(!text.contains("e+0"), "an exponent in the labels");
+    // Asked for, they are drawn, and the labels stay readable.
+    let both = dir.join("both.svg");
+    let out = tool(&[
+        "plot",
+        &paths[0],
+        "--metric",
+        "algbw",
+        "--half",
+        "both",
+        "-o",
+        &both.to_string_lossy(),
+    ]);
+    assert!(out.status.success());
+    let text = read(&both);
+    assert!(text.contains("run in-place"), "{text}");
+    assert!(!text.contains("e+0"), "an exponent in the labels");
 }
 
 #[test]

@@ -128,10 +128,10 @@ pub fn problems(run: &Run) -> Vec<Problem> {
     }
     let errors: Vec<&str> = error_lines(run).collect();
     if run.summary.is_none() {
-        let why = if errors.is_empty() {
-            "the log is cut short or the program was killed"
-        } else {
-            "it failed"
+        let why = match &run.text.stopped {
+            _ if !errors.is_empty() => "it failed".to_string(),
+            Some(stopped) => format!("{stopped}: the log is cut short or the job was killed"),
+            None => "the log is cut short or the program was killed".to_string(),
         };
         out.push(problem(
             Check::Footer,
@@ -150,6 +150,16 @@ pub fn problems(run: &Run) -> Vec<Problem> {
         out.push(problem(
             Check::Errors,
             format!("error: {}{more}", first.trim()),
+        ));
+    }
+    if let Some((line, why)) = run.text.broken_lines.first() {
+        let more = match run.text.broken_lines.len() {
+            1 => String::new(),
+            n => format!(" (+{} more unreadable line(s))", n - 1),
+        };
+        out.push(problem(
+            Check::Rows,
+            format!("unreadable line {line}: {why}{more}"),
         ));
     }
     if run.rows.is_empty() {
@@ -193,6 +203,38 @@ pub fn ranks(run: &Run) -> Option<usize> {
     } else {
         Some(run.devices.len())
     }
+}
+
+/// The number of ranks a run's own numbers imply, for a log without device lines (an excerpt
+/// from the table): nccl-tests' busbw is algbw times 2(n-1)/n for all_reduce and (n-1)/n for
+/// all_gather, reduce_scatter, alltoall, gather, scatter and hypercube, so the two ranges do not
+/// overlap and the ratio of the row with the largest algbw gives n. `None` when the ratio is
+/// 1 (broadcast, reduce, sendrecv, or all_reduce on 2 ranks) or too imprecise to tell.
+pub fn ranks_from_bandwidth(run: &Run) -> Option<usize> {
+    let row = run
+        .rows
+        .iter()
+        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
+        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))?;
+    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    // Two decimals are printed: below 5 GB/s the ratio is too coarse.
+    if alg < 5.0 {
+        return None;
+    }
+    let r = bus / alg;
+    let n = if (1.01..2.0).contains(&r) {
+        2.0 / (2.0 - r)
+    } else if (0.45..0.99).contains(&r) {
+        1.0 / (1.0 - r)
+    } else {
+        return None;
+    };
+    // The printed values' rounding moves n by less than this for the sizes accepted above.
+    let whole = n.round();
+    if (n - whole).abs() > 0.2 || !(2.0..=1_000_000.0).contains(&whole) {
+        return None;
+    }
+    Some(whole as usize)
 }
 
 /// Why `run`'s numbers cannot be trusted, one line each (empty for a sound run).

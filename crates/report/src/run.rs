@@ -37,6 +37,12 @@ pub struct TextDetails {
     /// The table has an `error` column (largest deviation, older layouts) where newer ones
     /// have `#wrong` (a count): its values are kept as `wrong` but are not a count.
     pub error_column: bool,
+    /// Why a test that has neither footer nor failure lines stopped (the log was cut, another
+    /// test started), with the line; `None` for a test that ended.
+    pub stopped: Option<String>,
+    /// Lines inside the test that could not be read, `(line number, why)`: a row broken by
+    /// interleaved output, a damaged device line. The lines are kept among `extra_lines`.
+    pub broken_lines: Vec<(usize, String)>,
 }
 
 impl Default for TextDetails {
@@ -48,6 +54,8 @@ impl Default for TextDetails {
             extra_lines: Vec::new(),
             no_header: false,
             error_column: false,
+            stopped: None,
+            broken_lines: Vec::new(),
         }
     }
 }

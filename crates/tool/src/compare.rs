@@ -189,14 +189,17 @@ pub fn compare(
     if only_base + only_new > 0 {
         text += &format!(" ({only_base} only in base, {only_new} only in new)");
     }
-    if ratios.is_empty() {
+    if matched == 0 {
+        text += "; no size in common, nothing to compare\n";
+    } else if ratios.is_empty() {
+        let one_rank = rank_counts(base).0.iter().all(|n| *n == 1);
         text += &format!(
             "; no ratio: the base {} is 0 or missing everywhere{}\n",
             o.metric.name(),
-            if o.metric == Metric::Busbw {
-                " (one rank has no bus traffic; try --metric algbw)"
-            } else {
-                ""
+            match o.metric {
+                Metric::Busbw if one_rank => " (one rank has no bus traffic; try --metric algbw)",
+                Metric::Time => "",
+                _ => " (the table rounds small values to 0.00; try --metric time)",
             }
         );
     } else {
@@ -212,7 +215,16 @@ pub fn compare(
             o.metric.name()
         );
     }
-    for n in notes(base, "base").into_iter().chain(notes(new, "new")) {
+    let rank_notes = if o.allow.contains(&Check::Ranks) {
+        Vec::new()
+    } else {
+        rank_notes(base, new)
+    };
+    for n in notes(base, "base")
+        .into_iter()
+        .chain(notes(new, "new"))
+        .chain(rank_notes)
+    {
         text += &format!("# note: {n}\n");
     }
     for p in broken.iter().chain(&mismatched) {
@@ -318,9 +330,7 @@ fn comparability(base: &[Run], new: &[Run], only_base: usize, allow: &[Check]) -
         }
     }
     if !allow.contains(&Check::Ranks) {
-        let ranks =
-            |runs: &[Run]| -> BTreeSet<usize> { runs.iter().filter_map(health::ranks).collect() };
-        let (br, nr) = (ranks(base), ranks(new));
+        let (br, nr) = (rank_counts(base).0, rank_counts(new).0);
         if !br.is_empty() && !nr.is_empty() && br != nr {
             let show = |s: &BTreeSet<usize>| {
                 s.iter()
@@ -335,6 +345,52 @@ fn comparability(base: &[Run], new: &[Run], only_base: usize, allow: &[Check]) -
         out.push(format!(
             "fewer rows: {only_base} row(s) of the base have no match in new"
         ));
+    }
+    out
+}
+
+/// The rank counts of one side: from the device lines, or else from busbw/algbw (an excerpt
+/// without device lines); and whether any had to be inferred or stayed unknown.
+fn rank_counts(runs: &[Run]) -> (BTreeSet<usize>, bool, bool) {
+    let (mut set, mut inferred, mut unknown) = (BTreeSet::new(), false, false);
+    for r in runs {
+        match health::ranks(r) {
+            Some(n) => {
+                set.insert(n);
+            }
+            None => match health::ranks_from_bandwidth(r) {
+                Some(n) => {
+                    set.insert(n);
+                    inferred = true;
+                }
+                None => unknown = true,
+            },
+        }
+    }
+    (set, inferred, unknown)
+}
+
+/// What the rank check could not see: counts inferred from the bandwidths, or not known at all.
+fn rank_notes(base: &[Run], new: &[Run]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, runs) in [("base", base), ("new", new)] {
+        let (set, inferred, unknown) = rank_counts(runs);
+        let show = set
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        if inferred {
+            out.push(format!(
+                "{side} has no device lines: {show} rank(s) inferred from busbw/algbw"
+            ));
+        }
+        if unknown {
+            out.push(format!(
+                "{side} has no device lines and its busbw/algbw does not tell the rank count: \
+                 ranks not checked"
+            ));
+        }
     }
     out
 }

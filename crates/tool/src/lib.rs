@@ -52,7 +52,7 @@ fn command() -> Command {
     let partial = Arg::new("partial")
         .long("partial")
         .action(ArgAction::SetTrue)
-        .help("Keep a test that a log cuts short (without footer) instead of failing");
+        .help("Accepted for compatibility: a test that a log cuts short is always kept with its rows (and reported as broken, exit 3)");
     let metric = Arg::new("metric")
         .long("metric")
         .value_parser(["busbw", "algbw", "time"])
@@ -61,12 +61,11 @@ fn command() -> Command {
     let half = Arg::new("half")
         .long("half")
         .value_parser(["both", "out", "in"])
-        .default_value("both")
-        .help("Out-of-place, in-place or both halves of each row");
+        .help("Out-of-place, in-place or both halves of each row (default both; plot: the out-of-place half alone for a run of one rank, whose in-place operations are no-ops)");
     Command::new("nccl-perf")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Tables, JSON, plots and regression checks from nccl-tests and nccl-perf results (no GPU needed)")
-        .after_help("Inputs are text logs (nccl-tests or our *_perf output, srun -l / mpirun --tag-output prefixes welcome) or -J JSON files. Exit codes: 0 ok, 1 regression (compare), 2 usage or input error, 3 a run is broken (wrong data, FAILED footer, error lines, no footer or no rows; parse and report still write their output), 4 the runs are not comparable (compare).")
+        .after_help("Inputs are text logs (nccl-tests, rccl-tests or our *_perf output; srun -l / mpirun --tag-output prefixes, and any constant prefix before every line such as indentation, quotes, launcher tags or timestamps, are read) or -J JSON files. Exit codes: 0 ok, 1 regression (compare), 2 usage or unreadable input, 3 a run is broken (wrong data, FAILED footer, error lines, no footer (a cut log), an unreadable line, no rows; parse and report still write their output), 4 the runs are not comparable (compare).")
         .subcommand_required(true)
         .subcommand(
             Command::new("parse")
@@ -248,7 +247,7 @@ fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
             let options = PlotOptions {
                 output: m.get_one::<String>("output").cloned().unwrap_or_default(),
                 metric: Metric::parse(m.get_one::<String>("metric").map_or("", String::as_str)),
-                half: Half::parse(m.get_one::<String>("half").map_or("", String::as_str)),
+                half: m.get_one::<String>("half").map(|h| Half::parse(h)),
                 size: image_size(size)?,
                 log_y: m.get_flag("log-y"),
                 title: m.get_one::<String>("title").cloned(),

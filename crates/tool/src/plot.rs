@@ -5,6 +5,12 @@
 //! out-of-place half is a solid line with filled circles, the in-place half a dashed line with
 //! hollow triangles. Rows of size 0 cannot sit on a log axis and are left out, as are values
 //! that are not finite (and non-positive values on a log y axis).
+//!
+//! Legends name each input by its file stem, with as many parent folders as it takes to tell
+//! inputs apart (`a/run`, `b/run`). At one rank the in-place operations are no-ops whose
+//! algbw runs to 10^7 GB/s and would flatten every other curve: unless `--half` is given, such
+//! a run is drawn with its out-of-place half only, and a note says so. Axis labels use
+//! thousands separators instead of exponents.
 
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -21,8 +27,9 @@ pub struct PlotOptions {
     pub output: String,
     /// The quantity on the y axis.
     pub metric: Metric,
-    /// Which halves to draw.
-    pub half: Half,
+    /// Which halves to draw; `None` (no `--half`): both, but the out-of-place half alone for a
+    /// run of one rank.
+    pub half: Option<Half>,
     /// Image size in pixels.
     pub size: (u32, u32),
     /// log10 y axis.
@@ -56,8 +63,8 @@ const COLOURS: [RGBColor; 10] = [
 /// Draws `runs` into `options.output`. Returns notes for stderr (e.g. a metric that is 0
 /// everywhere).
 pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, ToolError> {
-    let series = build_series(runs, options);
     let mut notes = Vec::new();
+    let series = build_series(runs, options, &mut notes);
     if series.iter().all(|s| s.points.is_empty()) {
         return Err(ToolError::NoData(
             "nothing to plot: no row has a size above 0 and a finite value".into(),
@@ -100,12 +107,86 @@ pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, ToolErro
     Ok(notes)
 }
 
+/// True for a run of one rank: its device lines say so, or (without them) every busbw is 0
+/// where algbw is not (all_reduce and the gathers at one rank).
+fn one_rank(run: &Run) -> bool {
+    match nccl_perf_report::health::ranks(run) {
+        Some(n) => n == 1,
+        None => {
+            run.rows.iter().any(|r| r.out_of_place.algbw > 0.0)
+                && run.rows.iter().all(|r| r.out_of_place.busbw == 0.0)
+        }
+    }
+}
+
+/// The legend name of each run: its file stem, with parent folders added until every input
+/// that comes from a different file has its own name (`a/run`, `b/run`).
+fn labels(runs: &[Run]) -> Vec<String> {
+    let parts: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let path = std::path::Path::new(&r.source.file);
+            let mut v: Vec<String> = path
+                .parent()
+                .map(|p| {
+                    p.components()
+                        .filter_map(|c| match c {
+                            std::path::Component::Normal(s) => Some(s.to_string_lossy().into()),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.push(r.label());
+            v
+        })
+        .collect();
+    let name = |p: &[String], depth: usize| p[p.len().saturating_sub(depth)..].join("/");
+    let mut out = Vec::with_capacity(runs.len());
+    for (i, p) in parts.iter().enumerate() {
+        let mut depth = 1;
+        loop {
+            let mine = name(p, depth);
+            let clash = parts.iter().enumerate().any(|(j, q)| {
+                j != i && runs[j].source.file != runs[i].source.file && name(q, depth) == mine
+            });
+            if !clash || depth >= p.len() {
+                break;
+            }
+            depth += 1;
+        }
+        out.push(name(p, depth));
+    }
+    out
+}
+
 /// One series per run, half and (type, op, root) combination present in the run.
-fn build_series(runs: &[Run], options: &PlotOptions) -> Vec<Series> {
+fn build_series(runs: &[Run], options: &PlotOptions, notes: &mut Vec<String>) -> Vec<Series> {
     let mut series = Vec::new();
     let programs_differ = runs.iter().any(|r| r.info.program != runs[0].info.program);
+    let names = labels(runs);
     for (i, run) in runs.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
+        let half = match options.half {
+            Some(h) => h,
+            None if one_rank(run) && options.metric != Metric::Time => {
+                let top = run
+                    .rows
+                    .iter()
+                    .map(|r| r.in_place.algbw)
+                    .filter(|v| v.is_finite())
+                    .fold(0.0, f64::max);
+                notes.push(format!(
+                    "{}: one rank, where the in-place operations are no-ops (algbw up to {} \
+                     GB/s): drawing the out-of-place half only (--half both or --half in \
+                     draws them)",
+                    names[i],
+                    readable(top)
+                ));
+                Half::Out
+            }
+            None => Half::Both,
+        };
         let mut combos: Vec<(String, String, i64)> = Vec::new();
         for r in &run.rows {
             let key = (r.dtype.clone(), r.op.clone(), r.root);
@@ -114,7 +195,7 @@ fn build_series(runs: &[Run], options: &PlotOptions) -> Vec<Series> {
             }
         }
         for key in &combos {
-            let mut label = run.label();
+            let mut label = names[i].clone();
             if programs_differ {
                 label += &format!(" {}", run.info.program.trim_end_matches("_perf"));
             }
@@ -122,7 +203,7 @@ fn build_series(runs: &[Run], options: &PlotOptions) -> Vec<Series> {
                 label += &format!(" {} {} root {}", key.0, key.1, key.2);
             }
             for in_place in [false, true] {
-                if !options.half.includes(in_place) {
+                if !half.includes(in_place) {
                     continue;
                 }
                 let points = run
@@ -209,7 +290,7 @@ fn draw<DB: DrawingBackend>(
         .x_label_formatter(&|x| human_size(*x))
         .y_label_formatter(&|y| {
             let v = if log_y { 10f64.powf(*y) } else { *y };
-            nccl_perf_report::format::c_g(v)
+            readable(v)
         })
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 15))
@@ -258,6 +339,42 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// An axis value without an exponent: `0.25`, `12.5`, `1,500`, `20,000,000`; values below
+/// 0.001 keep `%g`.
+fn readable(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return nccl_perf_report::format::c_g(v);
+    }
+    let a = v.abs();
+    if a < 1e-3 {
+        return nccl_perf_report::format::c_g(v);
+    }
+    if a < 1000.0 {
+        // Up to four significant digits, trailing zeros dropped.
+        let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        let s = format!("{v:.decimals$}");
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        };
+        return s;
+    }
+    let whole = format!("{:.0}", a);
+    let mut grouped = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if v < 0.0 {
+        format!("-{grouped}")
+    } else {
+        grouped
+    }
+}
+
 /// `2^x` bytes in binary units: `8 B`, `64 KiB`, `1 MiB`, `8 GiB`.
 fn human_size(x: f64) -> String {
     let bytes = 2f64.powf(x);
@@ -274,6 +391,17 @@ fn human_size(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_values_without_exponents() {
+        assert_eq!(readable(2e7), "20,000,000");
+        assert_eq!(readable(1500.0), "1,500");
+        assert_eq!(readable(12.5), "12.5");
+        assert_eq!(readable(0.25), "0.25");
+        assert_eq!(readable(100.0), "100");
+        assert_eq!(readable(0.0), "0");
+        assert_eq!(readable(-2500.0), "-2,500");
+    }
 
     #[test]
     fn sizes_in_binary_units() {

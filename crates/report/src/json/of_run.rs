@@ -48,6 +48,16 @@ fn log_json(run: &Run) -> LogJson {
         table_header: run.text.table_header,
         no_header: run.text.no_header,
         error_column: run.text.error_column,
+        stopped: run.text.stopped.clone(),
+        broken_lines: run
+            .text
+            .broken_lines
+            .iter()
+            .map(|(line, why)| super::schema::BrokenLine {
+                line: *line,
+                why: why.clone(),
+            })
+            .collect(),
         extra_lines: run
             .text
             .extra_lines

@@ -199,9 +199,12 @@ impl DocIn {
             .iter()
             .any(|r| r.out_of_place.cpu_time.is_some());
         let info = RunInfo {
+            // A log's test that never named itself has an empty program in `args`: it stays
+            // unnamed (not the fallback name of a binary).
             program: self
                 .args
                 .first()
+                .filter(|a| !a.is_empty())
                 .map(|a| nccl_perf_cli::program_name(a))
                 .unwrap_or_default(),
             nthreads: c.nthreads,
@@ -290,6 +293,12 @@ impl DocIn {
                 table_header: log.table_header || !rows.is_empty() || summary.is_some(),
                 no_header: log.no_header,
                 error_column: log.error_column,
+                stopped: log.stopped,
+                broken_lines: log
+                    .broken_lines
+                    .into_iter()
+                    .map(|b| (b.line, b.why))
+                    .collect(),
                 extra_lines: log
                     .extra_lines
                     .into_iter()

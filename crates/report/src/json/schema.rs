@@ -178,6 +178,21 @@ pub struct LogJson {
     /// The table's `error` column (older layouts) was read into `#wrong`: not a count.
     #[serde(default, skip_serializing_if = "is_false")]
     pub error_column: bool,
+    /// Why the test stopped before its footer without failure lines (a cut log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Lines of the test that could not be read: line number and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken_lines: Vec<BrokenLine>,
+}
+
+/// A line of a test that could not be read (a row broken by interleaved output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrokenLine {
+    /// Its line number in the log.
+    pub line: usize,
+    /// Why it could not be read.
+    pub why: String,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -115,6 +115,7 @@ pub fn is_failure(line: &str) -> bool {
     line.contains("Test failure")
         || line.contains("Test NCCL failure")
         || line.contains("Test CUDA failure")
+        || line.starts_with("Invalid number of GPUs:")
 }
 
 /// A number as printed in a table (fit-to-width, `%g`, legacy `%6.2f`): `nan`/`-nan` keep their
@@ -281,6 +282,12 @@ fn pci_address(s: &str) -> Result<(u32, u32, u32), LineError> {
     if let Some(bus) = s.strip_prefix("0x") {
         return Ok((0, hex(bus)?, 0));
     }
+    // rccl-tests prints the PCI function too (`0002:00:00.0`); the model keeps domain, bus and
+    // device, as nccl-tests prints them.
+    let s = match s.rsplit_once('.') {
+        Some((address, function)) if !function.is_empty() && hex(function).is_ok() => address,
+        _ => s,
+    };
     match s.split(':').collect::<Vec<_>>()[..] {
         [d, b, v] => Ok((hex(d)?, hex(b)?, hex(v)?)),
         _ => Err(malformed(&format!(
@@ -492,4 +499,140 @@ pub fn average(line: &str) -> Result<(f64, Option<bool>), LineError> {
 /// The text after `label : ` of a `# %-20s : ...` footer line.
 pub fn after_colon(line: &str) -> &str {
     line.split_once(" : ").map_or("", |(_, v)| v)
+}
+
+/// Lines that only nccl-tests prints, used to find what a launcher or a document puts before
+/// every line of a log.
+const ANCHORS: [&str; 6] = [
+    "# nThread ",
+    "# Collective test starting:",
+    "# nccl-tests version ",
+    "# Using devices",
+    "# Out of bounds values",
+    "# Avg bus bandwidth",
+];
+
+/// A constant text before every line of a log, learned from the lines only nccl-tests prints:
+/// a document's indentation (4 spaces, a tab, `> ` quotes), a launcher's tag (Ray and
+/// SkyPilot's `(head, rank=0, pid=3808) `, `kubectl logs --prefix`'s `[pod/name/container] `,
+/// stern's pod names, pdsh's `host: `), a timestamp. What `srun -l` and `mpirun
+/// --tag-output` add is left to [`split_prefix`].
+#[derive(Debug, Default)]
+pub struct Prefixes {
+    /// The prefixes as seen before an anchor line, longest first.
+    seen: Vec<String>,
+}
+
+impl Prefixes {
+    /// Learns the prefixes of a log's lines.
+    pub fn learn<'a>(lines: impl Iterator<Item = &'a str>) -> Prefixes {
+        let mut seen: Vec<String> = Vec::new();
+        // Timestamped prefixes differ on every line: one of each shape and writer is enough.
+        let mut shapes: Vec<(String, String)> = Vec::new();
+        for line in lines {
+            if let Some(at) = anchor_at(line) {
+                let p = &line[..at];
+                if p.is_empty() || p.len() > 200 || seen.iter().any(|s| s == p) {
+                    continue;
+                }
+                if has_timestamp(p) {
+                    let key = (shape(p), writer(p));
+                    if shapes.contains(&key) {
+                        continue;
+                    }
+                    shapes.push(key);
+                }
+                seen.push(p.to_string());
+            }
+        }
+        seen.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Prefixes { seen }
+    }
+
+    /// Splits a learned prefix off `line`: (which writer, by its prefix without timestamps;
+    /// the rest). A line without one comes back whole, with an empty writer.
+    pub fn strip<'a>(&self, line: &'a str) -> (String, &'a str) {
+        for p in &self.seen {
+            if let Some(rest) = line.strip_prefix(p.as_str()) {
+                return (writer(p), rest);
+            }
+            // A quoted or indented empty line loses its trailing blank.
+            if !p.trim_end().is_empty() && line == p.trim_end() {
+                return (writer(p), "");
+            }
+            // A timestamp changes from line to line but keeps its shape.
+            if has_timestamp(p)
+                && let Some(head) = line.get(..p.len())
+                && shape(head) == shape(p)
+                && writer(head) == writer(p)
+            {
+                return (writer(p), &line[p.len()..]);
+            }
+        }
+        (String::new(), line)
+    }
+}
+
+/// Where the nccl-tests text of an anchor line starts (after any prefix), or `None` for a line
+/// that is no anchor or whose only prefix is one of `srun -l` (read by [`split_prefix`]).
+fn anchor_at(line: &str) -> Option<usize> {
+    if split_prefix(line).0 != Stream::Plain {
+        return None;
+    }
+    for tag in ["]<stdout>:", "]<stderr>:"] {
+        if let Some(end) = line.find(tag)
+            && let Some(open) = line[..end].rfind('[')
+            && let Some((job, rank)) = line[open + 1..end].split_once(',')
+            && !job.is_empty()
+            && !rank.is_empty()
+            && job.bytes().chain(rank.bytes()).all(|b| b.is_ascii_digit())
+        {
+            return Some(open);
+        }
+    }
+    let at = ANCHORS.iter().filter_map(|a| line.find(a)).min()?;
+    // `srun -l` inside another prefix (`host: 0: # nThread`) stays for split_prefix.
+    let before = &line[..at];
+    let trimmed = before.trim_end_matches(' ');
+    let digits = trimmed
+        .trim_end_matches(':')
+        .bytes()
+        .rev()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    if trimmed.ends_with(':') && digits > 0 {
+        let start = trimmed.len() - 1 - digits;
+        if start == 0 || trimmed[..start].ends_with(' ') {
+            return Some(start);
+        }
+    }
+    Some(at)
+}
+
+/// True for a token like `2024-05-01T10:00:00.123Z` or `10:00:00`: digits around `:` or `-`.
+fn is_timestamp(token: &str) -> bool {
+    token
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && (w[1] == b':' || w[1] == b'-') && w[2].is_ascii_digit())
+}
+
+fn has_timestamp(prefix: &str) -> bool {
+    prefix.split_whitespace().any(is_timestamp)
+}
+
+/// A prefix without its timestamps: what stays the same for one writer.
+fn writer(prefix: &str) -> String {
+    prefix
+        .split_whitespace()
+        .filter(|t| !is_timestamp(t))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Digits as `0`, for comparing timestamps by their shape.
+fn shape(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_digit() { '0' } else { c })
+        .collect()
 }

@@ -7,9 +7,15 @@
 //! inside one, a line that is part of no known section is kept as an extra line (skip notes,
 //! failure messages) so that the test prints back unchanged.
 //!
+//! A constant text before every line (a document's indentation or quote marks, a launcher's
+//! tag, a timestamp) is found from the lines only nccl-tests prints and taken off first
+//! ([`lines::Prefixes`]).
+//!
 //! A test ends with its footer, or with nccl-tests' failure lines (then it has rows but no
 //! footer). A test that simply stops (end of file, or another test starting) is a truncated
-//! log: an error naming the line, unless [`ParseOptions::allow_partial`] keeps it.
+//! log: it is kept with the rows read so far and [`TextDetails::stopped`] says where it stopped
+//! (`health` reports it). A line inside a test that cannot be read (a row broken by interleaved
+//! output) is kept in [`TextDetails::broken_lines`] with the reason; the other rows are read.
 
 mod lines;
 #[cfg(test)]
@@ -31,20 +37,26 @@ pub fn is_failure_line(line: &str) -> bool {
 /// How lenient [`parse_log`] is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ParseOptions {
-    /// Keep a test that stops without footer or failure lines (a log cut short) instead of
-    /// failing; it is kept without summary.
+    /// Accepted for compatibility: a test that stops without footer or failure lines (a log
+    /// cut short) is always kept without summary, and `health` reports it.
     pub allow_partial: bool,
 }
 
 /// Reads every test of a log. `file` names it in the runs' [`Source`] and in errors.
-pub fn parse_log(text: &str, file: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
-    let mut order: Vec<Stream> = Vec::new();
-    let mut streams: HashMap<Stream, Vec<(usize, &str)>> = HashMap::new();
+pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
+    let mut order: Vec<(String, Stream)> = Vec::new();
+    let mut streams: HashMap<(String, Stream), Vec<(usize, &str)>> = HashMap::new();
     let mut count = 0;
     let text = text.strip_suffix('\n').unwrap_or(text);
-    for (i, raw) in text.split('\n').enumerate() {
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
-        let (stream, line) = lines::split_prefix(raw);
+    let raw_lines = || {
+        text.split('\n')
+            .map(|raw| raw.strip_suffix('\r').unwrap_or(raw))
+    };
+    let prefixes = lines::Prefixes::learn(raw_lines());
+    for (i, raw) in raw_lines().enumerate() {
+        let (writer, rest) = prefixes.strip(raw);
+        let (stream, line) = lines::split_prefix(rest);
+        let stream = (writer, stream);
         if !streams.contains_key(&stream) {
             order.push(stream.clone());
         }
@@ -53,7 +65,7 @@ pub fn parse_log(text: &str, file: &str, options: &ParseOptions) -> Result<Vec<R
     }
     let mut runs = Vec::new();
     for stream in order {
-        let mut parser = Parser::new(file, options);
+        let mut parser = Parser::new(file);
         for &(n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
             parser.line(n, line)?;
         }
@@ -97,6 +109,8 @@ struct Test {
     stage: Stage,
     columns: Columns,
     has_parameters: bool,
+    /// The NCCL debug line just before, when the previous line was one: (line number, text).
+    last_debug: Option<(usize, String)>,
 }
 
 /// What a line did to the current test.
@@ -109,7 +123,6 @@ enum Step {
 
 struct Parser<'a> {
     file: &'a str,
-    options: &'a ParseOptions,
     version: Option<(usize, String)>,
     /// The program of the last command line seen outside a test (`mpirun ... all_reduce_perf
     /// -b 8`), for tests that do not name themselves (before v2.16.7).
@@ -120,10 +133,9 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn new(file: &'a str, options: &'a ParseOptions) -> Parser<'a> {
+    fn new(file: &'a str) -> Parser<'a> {
         Parser {
             file,
-            options,
             version: None,
             command: None,
             current: None,
@@ -141,44 +153,47 @@ impl<'a> Parser<'a> {
                     self.current = Some(test);
                     return Ok(());
                 }
-                Ok(Step::Over) => self.close(test, n)?,
-                Err(message) => return Err(ReadError::at(self.file, n, message.to_string())),
+                Ok(Step::Over) => self.close(test, n),
+                Err(message) => {
+                    Self::broken(&mut test, n, text, &message);
+                    test.run.source.last_line = n;
+                    self.current = Some(test);
+                    return Ok(());
+                }
             }
         }
         self.outside(n, text)
     }
 
+    /// Keeps a line of `test` that cannot be read, with the reason, and goes on.
+    fn broken(test: &mut Test, n: usize, text: &str, message: &LineError) {
+        let at = test.run.rows.len();
+        test.run.text.extra_lines.push((at, text.to_string()));
+        test.run.text.broken_lines.push((n, message.to_string()));
+    }
+
     fn finish(mut self) -> Result<Vec<Run>, ReadError> {
         if let Some(test) = self.current.take() {
             let end = self.last_line;
-            self.close(test, end + 1)?;
+            self.close(test, end + 1);
         }
         Ok(self.done)
     }
 
-    /// Ends `test` because line `next` (or the end of the file) does not belong to it.
-    fn close(&mut self, mut test: Test, next: usize) -> Result<(), ReadError> {
+    /// Ends `test` because line `next` (or the end of the file) does not belong to it. A test
+    /// cut before its footer is kept with the rows read so far, and says where it stopped.
+    fn close(&mut self, mut test: Test, next: usize) {
         let complete = matches!(test.stage, Stage::Closing | Stage::Done | Stage::Failed);
-        if !complete && !self.options.allow_partial {
-            let start = test.run.source.first_line;
-            let program = match test.run.info.program.as_str() {
-                "" => "(unnamed test)",
-                p => p,
-            };
-            let what = if next > self.last_line {
-                "the log ends".to_string()
+        if !complete {
+            let last = test.run.source.last_line;
+            test.run.text.stopped = Some(if next > self.last_line {
+                format!("the log ends at line {last}, before the footer")
             } else {
-                format!("another test starts at line {next}")
-            };
-            return Err(ReadError::at(
-                self.file,
-                test.run.source.last_line,
                 format!(
-                    "{what} inside the test {program} that starts at line {start}, before its \
-                     footer: the log is truncated (or several processes write to it without \
-                     srun -l / mpirun --tag-output); --partial keeps the rows read so far"
-                ),
-            ));
+                    "another test starts at line {next}, before the footer (or several \
+                     processes write to the log without srun -l / mpirun --tag-output)"
+                )
+            });
         }
         let memory = test
             .run
@@ -187,7 +202,6 @@ impl<'a> Parser<'a> {
             .is_some_and(|s| s.memory_report.is_some());
         test.run.args = equivalent_args(&test.run.info, memory);
         self.done.push(test.run);
-        Ok(())
     }
 
     fn outside(&mut self, n: usize, text: &str) -> Result<(), ReadError> {
@@ -200,9 +214,21 @@ impl<'a> Parser<'a> {
             let program = self.command.clone().unwrap_or_default();
             self.start(n, &program);
             if let Some(mut test) = self.current.take() {
-                let step = self.in_test(&mut test, text);
+                if let Err(m) = self.in_test(&mut test, text) {
+                    Self::broken(&mut test, n, text, &m);
+                }
                 self.current = Some(test);
-                step.map_err(|m| ReadError::at(self.file, n, m.to_string()))?;
+            }
+        } else if text == "# Using devices" {
+            // An excerpt that starts at the device lines (all of them follow; an excerpt that
+            // starts at a later device line shows only some, and is read from its table).
+            let program = self.command.clone().unwrap_or_default();
+            self.start(n, &program);
+            if let Some(mut test) = self.current.take() {
+                test.run.text.no_header = true;
+                test.has_parameters = true;
+                test.stage = Stage::Devices;
+                self.current = Some(test);
             }
         } else if lines::is_names_line(text) {
             // A table shown without the lines above it (an excerpt in a document or a ticket).
@@ -212,8 +238,11 @@ impl<'a> Parser<'a> {
                 test.run.text.no_header = true;
                 test.has_parameters = true;
                 test.stage = Stage::Devices;
-                let step = self.in_test_current(text);
-                step.map_err(|m| ReadError::at(self.file, n, m.to_string()))?;
+                if let Err(m) = self.in_test_current(text)
+                    && let Some(test) = self.current.as_mut()
+                {
+                    Self::broken(test, n, text, &m);
+                }
             }
         } else if let Some(program) = lines::command_program(text) {
             self.command = Some(program);
@@ -268,6 +297,7 @@ impl<'a> Parser<'a> {
             stage: Stage::Header,
             columns: Columns::default(),
             has_parameters: false,
+            last_debug: None,
         });
     }
 
@@ -278,7 +308,9 @@ impl<'a> Parser<'a> {
             let at = run.rows.len();
             run.text.extra_lines.push((at, text.to_string()));
         };
+        let after_debug = test.last_debug.take();
         if lines::is_nccl_debug(text) {
+            test.last_debug = Some((self.last_line, text.to_string()));
             return Ok(Step::Taken);
         }
         let starts_test = text.starts_with("# nccl-tests version ")
@@ -291,7 +323,10 @@ impl<'a> Parser<'a> {
             return Ok(Step::Over);
         }
         if test.stage == Stage::Failed {
-            if lines::is_failure(text) {
+            // nccl-tests follows its GPU-count failure with this hint.
+            if lines::is_failure(text)
+                || text.starts_with("Please check the number of processes and GPUs")
+            {
                 extra(run);
                 return Ok(Step::Taken);
             }
@@ -348,7 +383,19 @@ impl<'a> Parser<'a> {
                     });
                     test.stage = Stage::Footer;
                 } else if first.starts_with(|c: char| c.is_ascii_digit()) {
-                    let row = lines::row(text, &test.columns, run.info.iters)?;
+                    let row = lines::row(text, &test.columns, run.info.iters).map_err(|e| {
+                        match &after_debug {
+                            // The NCCL line starts with this row's first fields.
+                            Some((m, debug)) if starts_like_a_row(debug) => {
+                                LineError::Malformed(format!(
+                                    "a row broken by interleaved output: line {m} ('{}') cut into \
+                                 it ({e})",
+                                    shorten_to(debug, 120)
+                                ))
+                            }
+                            _ => e,
+                        }
+                    })?;
                     run.rows.push(row);
                 } else if !(first.is_empty() || first == "#" && text.contains("(B)")) {
                     extra(run);
@@ -443,9 +490,21 @@ fn closing_line(test: &mut Test, text: &str) -> Step {
     Step::Taken
 }
 
+/// True for a line whose first two fields are integers (a row's size and count).
+fn starts_like_a_row(text: &str) -> bool {
+    let mut t = text.split_whitespace();
+    let integer = |t: Option<&str>| t.is_some_and(|t| t.bytes().all(|b| b.is_ascii_digit()));
+    integer(t.next()) && integer(t.next())
+}
+
 /// The first 60 characters of a line, for messages.
 fn shorten(text: &str) -> String {
-    let mut s: String = text.chars().take(60).collect();
+    shorten_to(text, 60)
+}
+
+/// The first `n` characters of a line, for messages.
+fn shorten_to(text: &str, n: usize) -> String {
+    let mut s: String = text.chars().take(n).collect();
     if s.len() < text.len() {
         s += "...";
     }

@@ -236,12 +236,19 @@ fn failure_lines_end_a_test_without_footer() {
 }
 
 #[test]
-fn truncated_log_names_the_last_line() {
+fn truncated_log_keeps_its_rows_and_says_where_it_stopped() {
     let cut: String = V2_19_6.lines().take(11).map(|l| format!("{l}\n")).collect();
-    let e = parse(&cut).expect_err("truncated");
-    assert_eq!(e.line, Some(11), "{e}");
-    assert!(e.message.contains("truncated"), "{e}");
-    assert!(e.to_string().starts_with("test.log:11: "), "{e}");
+    let runs = parse(&cut).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].rows.len(), 1);
+    assert!(runs[0].summary.is_none());
+    let stopped = runs[0].text.stopped.clone().unwrap_or_default();
+    assert!(stopped.contains("the log ends at line 11"), "{stopped}");
+    let problems = crate::health::problem_lines(&runs[0]);
+    assert!(
+        problems[0].contains("no footer: the test stopped after 1 row(s) (the log ends at line 11"),
+        "{problems:?}"
+    );
+    // --partial is accepted and changes nothing.
     let partial = parse_log(
         &cut,
         "t",
@@ -250,35 +257,142 @@ fn truncated_log_names_the_last_line() {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(partial[0].rows.len(), 1);
-    assert!(partial[0].summary.is_none());
+    assert_eq!(partial[0].rows, runs[0].rows);
 }
 
 #[test]
 fn a_new_test_inside_an_unfinished_one_is_reported() {
     let cut: String = V2_19_6.lines().take(11).map(|l| format!("{l}\n")).collect();
-    let e = parse(&format!("{cut}{V2_19_6}")).expect_err("interrupted");
-    assert!(e.message.contains("another test starts at line 12"), "{e}");
+    let runs = parse(&format!("{cut}{V2_19_6}")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 2);
+    let stopped = runs[0].text.stopped.clone().unwrap_or_default();
+    assert!(
+        stopped.contains("another test starts at line 12"),
+        "{stopped}"
+    );
+    assert!(runs[1].text.stopped.is_none());
 }
 
 #[test]
-fn broken_rows_name_line_and_column() {
+fn broken_rows_name_line_and_column_and_keep_the_others() {
+    let rows = one(V2_19_6).rows.len();
     let bad = V2_19_6.replacen("     7.07 ", "     x.07 ", 1);
-    let e = parse(&bad).expect_err("bad number");
-    assert_eq!(e.line, Some(12));
-    assert!(e.message.contains("out-of-place time 'x.07'"), "{e}");
+    let run = one(&bad);
+    assert_eq!(run.rows.len(), rows - 1);
+    assert_eq!(run.text.broken_lines[0].0, 12);
+    assert!(
+        run.text.broken_lines[0]
+            .1
+            .contains("out-of-place time 'x.07'"),
+        "{:?}",
+        run.text.broken_lines
+    );
+    assert_eq!(run.to_text(), bad, "the broken line prints back");
 
     let short = V2_19_6.replacen("0.35   11.73    0.00       0", "0.35", 1);
-    let e = parse(&short).expect_err("missing fields");
-    assert_eq!(e.line, Some(12));
-    assert!(e.message.contains("this line has 10"), "{e}");
+    let run = one(&short);
+    assert_eq!(run.text.broken_lines[0].0, 12);
+    assert!(run.text.broken_lines[0].1.contains("this line has 10"));
 
     let cut_exp = V2_19_6.replacen("     7.07 ", "-1.5e+0 ", 1);
-    assert!(parse(&cut_exp).is_err());
+    assert!(!one(&cut_exp).text.broken_lines.is_empty());
 
     let bad_header = V2_19_6.replacen("nGpus 1", "nGpus one", 1);
-    let e = parse(&bad_header).expect_err("bad header");
-    assert_eq!(e.line, Some(3));
+    assert_eq!(one(&bad_header).text.broken_lines[0].0, 3);
+}
+
+#[test]
+fn a_row_cut_by_an_nccl_line_names_that_line() {
+    let lines: Vec<&str> = V2_19_6.lines().collect();
+    let row = lines[11];
+    let (head, tail) = row.split_at(row.find("-1").unwrap_or(0) + 2);
+    let mut broken: Vec<String> = lines[..11].iter().map(|l| l.to_string()).collect();
+    broken.push(format!(
+        "{head}vm:1402:1410 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"
+    ));
+    broken.push(tail.to_string());
+    broken.extend(lines[12..].iter().map(|l| l.to_string()));
+    let run = one(&(broken.join("\n") + "\n"));
+    assert_eq!(run.rows.len(), one(V2_19_6).rows.len() - 1);
+    assert!(run.summary.is_some());
+    let (n, why) = &run.text.broken_lines[0];
+    assert_eq!(*n, 13);
+    assert!(why.contains("interleaved output: line 12 ("), "{why}");
+    assert!(why.contains("NCCL INFO"), "{why}");
+}
+
+#[test]
+fn rccl_bus_ids_with_a_pci_function() {
+    let d = lines::device(
+        "#   Rank  0 Pid  56417 on c42f4555f685 device  0 [0002:00:00.0] AMD Instinct MI300X VF",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((d.pci_domain, d.pci_bus, d.pci_device), (2, 0, 0));
+    assert_eq!(d.name, "AMD Instinct MI300X VF");
+}
+
+#[test]
+fn a_constant_prefix_on_every_line_is_found() {
+    let cases = [
+        ("    ", "4-space Markdown indentation"),
+        ("\t", "a tab"),
+        ("> ", "a quote"),
+        ("(head, rank=0, pid=3808) ", "Ray / SkyPilot"),
+        (
+            "[pod/nccl-launcher-x7k2p/launcher] ",
+            "kubectl logs --prefix",
+        ),
+        ("node-17: ", "pdsh"),
+    ];
+    let want = one(V2_19_6);
+    for (prefix, what) in cases {
+        let log: String = V2_19_6.lines().map(|l| format!("{prefix}{l}\n")).collect();
+        let run = one(&log);
+        assert_eq!(run.rows, want.rows, "{what}");
+        assert_eq!(run.devices, want.devices, "{what}");
+        assert!(run.summary.is_some(), "{what}");
+    }
+    // A timestamp changes from line to line.
+    let log: String = V2_19_6
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            format!(
+                "2024-05-01T10:00:{:02}.{:06}Z {l}\n",
+                i % 60,
+                i * 7919 % 1_000_000
+            )
+        })
+        .collect();
+    let run = one(&log);
+    assert_eq!(run.rows, want.rows);
+    // Ray's tag before mpirun --tag-output.
+    let log: String = V2_19_6
+        .lines()
+        .map(|l| format!("(head, rank=0, pid=3808) [1,0]<stdout>:{l}\n"))
+        .collect();
+    assert_eq!(one(&log).rows, want.rows);
+}
+
+#[test]
+fn an_excerpt_from_the_device_lines_keeps_its_devices() {
+    let from = V2_19_6.find("# Using devices").unwrap_or(0);
+    let run = one(&V2_19_6[from..]);
+    assert_eq!(run.devices, one(V2_19_6).devices);
+    assert_eq!(run.rows, one(V2_19_6).rows);
+}
+
+#[test]
+fn invalid_number_of_gpus_is_the_failure() {
+    let log = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 99 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n# Using devices\nInvalid number of GPUs: 297 requested but only 8 were found.\n .. nccl-badgpus pid 49: Test failure common.cu:1454\nPlease check the number of processes and GPUs per process.\n";
+    let run = one(log);
+    let problems = crate::health::problem_lines(&run);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("error: Invalid number of GPUs: 297 requested")),
+        "{problems:?}"
+    );
 }
 
 #[test]
