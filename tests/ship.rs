@@ -698,6 +698,41 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
     }
     assert!(runtime.contains("useradd --uid \"${USER_UID}\""));
 
+    // `docker run IMAGE all_reduce_perf ...` prints only the benchmark's lines: the CUDA base
+    // image's entrypoint (a banner on stdout) is reset.
+    assert!(
+        stages[1]
+            .body
+            .iter()
+            .any(|i| i.keyword == "ENTRYPOINT" && i.args == "[]"),
+        "the runtime stage resets the base image's ENTRYPOINT"
+    );
+    // /workspace belongs to the run user after the COPY of the staged tree (which brings it
+    // owned by root, for the /workspace/nccl-tests link).
+    let body = &stages[1].body;
+    let copy = body
+        .iter()
+        .position(|i| i.keyword == "COPY" && i.args.starts_with("--from=builder"))
+        .expect("COPY --from=builder");
+    assert!(
+        body[copy..]
+            .iter()
+            .any(|i| i.keyword == "RUN" && i.args.contains("chown nccl:nccl /workspace")),
+        "/workspace is chowned after the COPY"
+    );
+    // Under `pipefail` (the runtime stages' SHELL), a reader that stops early (`awk ... exit`,
+    // `grep -q`, `head`) can kill its writer with SIGPIPE and fail the build at random.
+    for s in &stages[1..] {
+        let text = runs(s);
+        for bad in ["exit }", "exit}", "grep -q", "| head"] {
+            assert!(!text.contains(bad), "{bad} in a RUN under pipefail: {text}");
+        }
+    }
+    // The CUDA 12 flavour and each flavour's driver are documented where the build args are.
+    let text = std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile");
+    assert!(text.contains("--build-arg CUDA_IMAGE=nvcr.io/nvidia/cuda:12."));
+    assert!(text.contains("CUDA 13.0 needs driver 580 or newer"));
+
     // sshd for MPIJob: the package's host keys removed, none made at build time; the start
     // script makes them.
     let mpijob = runs(&stages[2]);
