@@ -1157,6 +1157,7 @@ fn scripts() -> Vec<(PathBuf, bool)> {
                 "check-install.sh",
                 "cross.sh",
                 "arm64.sh",
+                "slurm.sh",
             ]
             .iter()
             .any(|n| p.ends_with(n));
