@@ -175,7 +175,13 @@ fn nebius_srun_forms_one_job_of_8_ranks_per_node() {
     eprintln!("{out}");
 }
 
-/// `mpirun` for the mpirun recipes, or `None` (skipped; a failure under CI) where missing.
+/// One `mpirun` at a time: Open MPI's session folder (`/tmp/ompi.<host>.<uid>`) is made by
+/// every `mpirun`, and two starting at once can collide ("A call to mkdir was unable to create
+/// the desired directory ... File exists").
+#[cfg(feature = "mpi")]
+static MPIRUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whether `mpirun` is there for the mpirun recipes (skipped where missing; a failure under CI).
 #[cfg(feature = "mpi")]
 fn have_mpirun() -> bool {
     if Command::new("mpirun").arg("--version").output().is_ok() {
@@ -197,6 +203,7 @@ fn nebius_mpirun_forms_one_job_of_32_ranks_on_4_hosts() {
     if !have_mpirun() {
         return;
     }
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
     let nodes = Nodes::new("nebius-mpirun");
     nodes.program(
         "/home/nccl-tests/build/all_reduce_perf",
@@ -225,6 +232,7 @@ fn containerised_mpirun_forms_one_job_of_2_processes_of_8_gpus() {
     if !have_mpirun() {
         return;
     }
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
     let nodes = Nodes::new("containerised");
     nodes.program(
         "/workspace/nccl-tests/build/all_reduce_perf",
@@ -254,6 +262,7 @@ fn gke_a4x_max_jobset_mpirun_forms_one_job_of_4_ranks_per_worker() {
     if !have_mpirun() {
         return;
     }
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
     let nodes = Nodes::new("gke-a4x-max");
     nodes.program(
         "/third_party/nccl-tests/build/all_gather_perf",
