@@ -27,12 +27,17 @@
 #   CUDA_IMAGE         runtime base (default nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04): the
 #                      `base` flavour plus the two CUDA packages the binaries load (libnccl2,
 #                      the NVRTC of the image's CUDA); `runtime` would add math libraries they
-#                      never load. The driver's libcuda comes from the host.
+#                      never load. The driver's libcuda comes from the host, and the image's
+#                      CUDA sets the oldest driver: CUDA 13.0 needs driver 580 or newer. For
+#                      hosts with an older driver, the CUDA 12 flavour:
+#                        --build-arg CUDA_IMAGE=nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04
+#                      (NCCL and NVRTC built for CUDA 12.8; driver 570 or newer).
 #   NCCL_VERSION       the libnccl2 package version (default: the newest built for the image's
 #                      CUDA, e.g. 2.28.3-1+cuda13.0); ignored when the base image has libnccl2
 #   USER_UID           the image's user, nccl (default 10001; non-root)
-#   RUST_IMAGE         builder (default rust:1.95-bookworm). Its glibc (2.36) sets the oldest one
-#                      the binaries run on: Ubuntu 22.04 or newer.
+#   RUST_IMAGE         builder (default rust:1.95-bookworm, glibc 2.36). The binaries ask for glibc
+#                      symbols up to GLIBC_2.34 (`objdump -T`), so they also run on glibc 2.34
+#                      and newer: Ubuntu 22.04 (2.35), RHEL 9, Debian 12.
 #
 # At run time the binaries need the driver's libcuda (the NVIDIA container toolkit mounts it:
 # --gpus all, or nvidia.com/gpu on Kubernetes), libnccl.so.2 and, for validation, libnvrtc; where
@@ -93,22 +98,28 @@ RUN set -eux; \
     pkgs="openmpi-bin"; \
     hold=""; \
     if ! dpkg -s libnccl2 >/dev/null 2>&1; then \
-      nccl="${NCCL_VERSION:-$(apt-cache madison libnccl2 | awk -v c="+cuda$cuda" 'substr($3, length($3) - length(c) + 1) == c { print $3; exit }')}"; \
+      nccl="${NCCL_VERSION:-$(apt-cache madison libnccl2 | awk -v c="+cuda$cuda" 'substr($3, length($3) - length(c) + 1) == c && v == "" { v = $3 } END { print v }')}"; \
       pkgs="$pkgs libnccl2=${nccl:?no libnccl2 built for CUDA $cuda in the image apt sources}"; \
       hold=libnccl2; \
     fi; \
-    if ! ldconfig -p | grep -q 'libnvrtc\.so'; then \
+    if ! ldconfig -p | grep 'libnvrtc\.so' >/dev/null; then \
       pkgs="$pkgs cuda-nvrtc-$(echo "$cuda" | tr . -)"; \
     fi; \
     apt-get install -y --no-install-recommends $pkgs; \
     if [ -n "$hold" ]; then apt-mark hold $hold; fi; \
     rm -rf /var/lib/apt/lists/*; \
-    useradd --uid "${USER_UID}" --create-home --shell /bin/bash nccl; \
-    install -d -o nccl -g nccl /workspace
+    useradd --uid "${USER_UID}" --create-home --shell /bin/bash nccl
 COPY --from=builder /stage/ /
+# The COPY above brings /workspace (for the /workspace/nccl-tests link) owned by root: the run
+# user's working folder is made its own after it.
+RUN chown nccl:nccl /workspace
 ENV PATH=${NCCL_TESTS_PREFIX}/build:${PATH}
 WORKDIR /workspace
 USER ${USER_UID}
+# The CUDA base image's entrypoint prints a banner on stdout before the command's output, where
+# scrapers read the benchmark's table: the programs run directly instead.
+ENTRYPOINT []
+CMD ["bash"]
 LABEL org.opencontainers.image.title="nccl-perf" \
       org.opencontainers.image.description="nccl-tests compatible NCCL benchmarks (*_perf) and the nccl-perf tool"
 

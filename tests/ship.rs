@@ -698,6 +698,41 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
     }
     assert!(runtime.contains("useradd --uid \"${USER_UID}\""));
 
+    // `docker run IMAGE all_reduce_perf ...` prints only the benchmark's lines: the CUDA base
+    // image's entrypoint (a banner on stdout) is reset.
+    assert!(
+        stages[1]
+            .body
+            .iter()
+            .any(|i| i.keyword == "ENTRYPOINT" && i.args == "[]"),
+        "the runtime stage resets the base image's ENTRYPOINT"
+    );
+    // /workspace belongs to the run user after the COPY of the staged tree (which brings it
+    // owned by root, for the /workspace/nccl-tests link).
+    let body = &stages[1].body;
+    let copy = body
+        .iter()
+        .position(|i| i.keyword == "COPY" && i.args.starts_with("--from=builder"))
+        .expect("COPY --from=builder");
+    assert!(
+        body[copy..]
+            .iter()
+            .any(|i| i.keyword == "RUN" && i.args.contains("chown nccl:nccl /workspace")),
+        "/workspace is chowned after the COPY"
+    );
+    // Under `pipefail` (the runtime stages' SHELL), a reader that stops early (`awk ... exit`,
+    // `grep -q`, `head`) can kill its writer with SIGPIPE and fail the build at random.
+    for s in &stages[1..] {
+        let text = runs(s);
+        for bad in ["exit }", "exit}", "grep -q", "| head"] {
+            assert!(!text.contains(bad), "{bad} in a RUN under pipefail: {text}");
+        }
+    }
+    // The CUDA 12 flavour and each flavour's driver are documented where the build args are.
+    let text = std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile");
+    assert!(text.contains("--build-arg CUDA_IMAGE=nvcr.io/nvidia/cuda:12."));
+    assert!(text.contains("CUDA 13.0 needs driver 580 or newer"));
+
     // sshd for MPIJob: the package's host keys removed, none made at build time; the start
     // script makes them.
     let mpijob = runs(&stages[2]);
@@ -860,7 +895,7 @@ fn kubernetes_examples_parse_and_name_their_objects() {
             std::fs::read_to_string(root().join("examples/kubernetes").join(&name)).expect("read");
         assert_paths_installed(&name, &text);
     }
-    assert_eq!(files, 6);
+    assert_eq!(files, 5);
 }
 
 /// The fabric variants ask for what NCCL needs to use the fabric instead of falling back to
@@ -926,100 +961,79 @@ fn assert_ipc_lock_as_root(file: &str, container: &serde_yaml::Value) {
     );
 }
 
-/// The JobSet mirrors GKE's A4X (Max) NCCL test without SSH: arm64 nodes with 4 GPUs and
-/// 4 RDMA networks, one Indexed Job whose JOB_COMPLETION_INDEX is the rank, pod 0 of the
-/// JobSet's headless Service as MASTER_ADDR, and the benchmark at the gIB images' path.
+/// GKE A4X Max: Google's gIB test image with our binaries where it keeps nccl-tests
+/// (examples/kubernetes/gke-a4x-max/Dockerfile), so that Google's manifests run unchanged but
+/// for the image name: the copy is taken from our image's install folder and lands at the path
+/// the manifest's mpirun line names (tests/recipes/gke-a4x-max-mpirun.cmd holds that line).
 #[test]
-fn jobset_has_what_the_jobset_controller_and_the_bootstrap_need() {
-    let file = "jobset-gke-a4x.yaml";
-    let docs = yaml_documents(file);
-    assert_eq!(docs.len(), 1);
-    let set = &docs[0];
-    assert_eq!(y_str(set, "apiVersion"), "jobset.x-k8s.io/v1alpha2");
-    assert_eq!(y_str(set, "kind"), "JobSet");
-    let name = y_str(set, "metadata.name");
-    assert_eq!(
-        y(set, "spec.network.enableDNSHostnames").as_bool(),
-        Some(true)
-    );
-    let subdomain = y(set, "spec.network")
-        .get("subdomain")
-        .and_then(|v| v.as_str())
-        .unwrap_or(name);
-    let rjobs = y(set, "spec.replicatedJobs").as_sequence().expect("list");
-    assert_eq!(rjobs.len(), 1, "one Job: its completion index is the rank");
-    let rjob = &rjobs[0];
-    assert_eq!(y_int(rjob, "replicas"), 1);
-    let job = y(rjob, "template.spec");
-    assert_eq!(y_str(job, "completionMode"), "Indexed");
-    let completions = y_int(job, "completions");
-    assert_eq!(y_int(job, "parallelism"), completions);
-    let pod = y(job, "template.spec");
-    assert_eq!(y_str(pod, "restartPolicy"), "Never");
-    assert_eq!(y_str(pod, "nodeSelector.kubernetes.io/arch"), "arm64");
-
-    let container = y(pod, "containers.0");
-    let env = env_of(container);
-    assert_eq!(env["WORLD_SIZE"], completions.to_string());
-    // JobSet names pods <jobset>-<replicatedJob>-<job index>-<completion index>.
-    assert_eq!(
-        env["MASTER_ADDR"],
-        format!("{name}-{}-0-0.{subdomain}", y_str(rjob, "name"))
-    );
-    let port: i64 = env["MASTER_PORT"].parse().expect("port");
-    assert!(
-        y(container, "ports")
-            .as_sequence()
-            .expect("ports")
-            .iter()
-            .any(|p| y_int(p, "containerPort") == port)
-    );
-    assert!(
-        !env.contains_key("RANK"),
-        "the rank is JOB_COMPLETION_INDEX"
-    );
-    assert!(!env.contains_key("NCCL_NVLS_ENABLE"));
-    assert_ipc_lock_as_root(file, container);
-
-    let gpus = y_int(container, "resources.limits.nvidia.com/gpu");
-    assert_eq!(gpus, 4, "A4X hosts have 4 GPUs");
-    let script = y(container, "args")
-        .as_sequence()
-        .expect("args")
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
-    for word in ["ssh", "mpirun", "hostfile"] {
-        assert!(!script.contains(word), "{file}: {word} in {script}");
-    }
-    let words: Vec<&str> = script.split_whitespace().collect();
-    let bench = words
-        .iter()
-        .position(|w| w.starts_with("/third_party/nccl-tests/build/"))
-        .expect("the benchmark at the gIB images' path");
-    assert!(words[bench].ends_with("all_gather_perf"));
-    let g = words.iter().position(|w| *w == "-g").expect("-g");
-    assert_eq!(
-        words[g + 1],
-        gpus.to_string(),
-        "one process drives the pod's GPUs"
-    );
-    let networks = y_str(
-        y(job, "template"),
-        "metadata.annotations.networking.gke.io/interfaces",
-    );
-    let parsed: serde_json::Value = serde_json::from_str(networks).expect("JSON");
-    let rdma = parsed.as_array().map_or(0, |a| {
-        a.iter()
-            .filter(|i| {
-                i["network"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("rdma-"))
+fn gke_a4x_max_image_puts_our_binaries_where_the_gib_image_keeps_nccl_tests() {
+    let path = root().join("examples/kubernetes/gke-a4x-max/Dockerfile");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let all = dockerfile_instructions(&text);
+    let arg = |name: &str| {
+        all.iter()
+            .find_map(|i| {
+                (i.keyword == "ARG")
+                    .then(|| i.args.strip_prefix(&format!("{name}=")))
+                    .flatten()
             })
-            .count()
-    });
-    assert_eq!(rdma as i64, gpus, "one RDMA network per GPU");
+            .unwrap_or_else(|| panic!("ARG {name}"))
+            .to_string()
+    };
+    assert_eq!(
+        arg("GIB_IMAGE"),
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-gib-a4x-max-arm64:v1.1.1"
+    );
+    let froms: Vec<&str> = all
+        .iter()
+        .filter(|i| i.keyword == "FROM")
+        .map(|i| i.args.as_str())
+        .collect();
+    assert_eq!(froms, ["${NCCL_PERF_IMAGE} AS nccl-perf", "${GIB_IMAGE}"]);
+    let copies: Vec<&str> = all
+        .iter()
+        .filter(|i| i.keyword == "COPY")
+        .map(|i| i.args.as_str())
+        .collect();
+    assert_eq!(copies.len(), 1, "one COPY: {copies:?}");
+    let words: Vec<&str> = copies[0].split_whitespace().collect();
+    assert_eq!(words[0], "--from=nccl-perf");
+    // From our image's install folder: the Dockerfile's default NCCL_TESTS_PREFIX, /build.
+    let (globals, _) = dockerfile();
+    let prefix = globals.get("NCCL_TESTS_PREFIX").expect("NCCL_TESTS_PREFIX");
+    assert_eq!(words[1], format!("{prefix}/build/"));
+    // To where the manifest's mpirun runs the benchmark.
+    let recipe = std::fs::read_to_string(root().join("tests/recipes/gke-a4x-max-mpirun.cmd"))
+        .expect("recipe");
+    let program = recipe
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(str::split_whitespace)
+        .find(|w| w.starts_with("/third_party/"))
+        .expect("the benchmark's path");
+    assert_eq!(
+        program,
+        format!("{}all_gather_perf", words[2]),
+        "{program} vs {}",
+        words[2]
+    );
+    assert_eq!(words.len(), 3);
+    // Nothing else: no RUN, USER, ENTRYPOINT or CMD that would change Google's image.
+    for i in &all {
+        assert!(
+            ["ARG", "FROM", "COPY"].contains(&i.keyword.as_str()),
+            "{} {}",
+            i.keyword,
+            i.args
+        );
+    }
+    // hadolint too, where installed (as the repository's Dockerfile).
+    let hadolint = std::env::var("NCCL_PERF_HADOLINT").unwrap_or_else(|_| "hadolint".into());
+    if Command::new(&hadolint).arg("--version").output().is_ok() {
+        ok(Command::new(&hadolint)
+            .args(["--no-color", "--failure-threshold", "info"])
+            .arg(&path));
+    }
 }
 
 #[test]
@@ -1143,6 +1157,7 @@ fn scripts() -> Vec<(PathBuf, bool)> {
                 "check-install.sh",
                 "cross.sh",
                 "arm64.sh",
+                "slurm.sh",
             ]
             .iter()
             .any(|n| p.ends_with(n));
@@ -1150,6 +1165,9 @@ fn scripts() -> Vec<(PathBuf, bool)> {
         }
     }
     out.push((root().join("docker/sshd.sh"), true));
+    // The seeds' recipe tests (tests/recipes.rs): the launcher stand-ins and the output checks.
+    out.push((root().join("tests/recipes/launch.sh"), true));
+    out.push((root().join("tests/recipes/checks.sh"), true));
     for dir in ["slurm", "mpirun", "kubernetes"] {
         for e in std::fs::read_dir(root().join("examples").join(dir)).expect("examples") {
             let p = e.expect("entry").path();
