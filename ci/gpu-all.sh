@@ -3,11 +3,11 @@
 # archive (the device tool returns at most 8 files). usage: ci/gpu-all.sh DIST OUT
 set -u
 D=$1; O=$2; W=$(mktemp -d)
-bash "$(dirname "$0")/gpu-issue2.sh" "$D" "$W"
-bash "$(dirname "$0")/gpu-issue3.sh" "$D" "$W" > "$W/issue3-rc.txt" 2>&1
-bash "$(dirname "$0")/gpu-issue4.sh" "$D" "$W" > "$W/issue4-rc.txt" 2>&1
-bash "$(dirname "$0")/gpu-issue5.sh" "$D" "$W" > "$W/issue5-rc.txt" 2>&1
-[ -f "$(dirname "$0")/gpu-issue7.sh" ] && bash "$(dirname "$0")/gpu-issue7.sh" "$D" "$W" > "$W/issue7-rc.txt" 2>&1
+bash "$(dirname "$0")/gpu-generator-reference.sh" "$D" "$W"
+bash "$(dirname "$0")/gpu-other-collectives.sh" "$D" "$W" > "$W/issue3-rc.txt" 2>&1
+bash "$(dirname "$0")/gpu-multi-process.sh" "$D" "$W" > "$W/issue4-rc.txt" 2>&1
+bash "$(dirname "$0")/gpu-timing-options.sh" "$D" "$W" > "$W/issue5-rc.txt" 2>&1
+[ -f "$(dirname "$0")/gpu-validation-faults.sh" ] && bash "$(dirname "$0")/gpu-validation-faults.sh" "$D" "$W" > "$W/issue7-rc.txt" 2>&1
 tar czf "$O/logs.tgz" -C "$W" .
 cat "$W/summary.txt"; grep -E "passed|mismatch|rc=" "$W/gpu_generator.txt" | tail -5
 grep -E "trace|Elapsed|Maximum resident|8589934592" "$W/ar_sweep_trace.out"

@@ -2,7 +2,7 @@
 # Packs libnccl.so.2 of older NCCL releases for the GPU machine, which has no network: each
 # from PyPI's nvidia-nccl-cu12 wheel, compressed with xz and split into parts small enough to
 # carry one per device call. ci/nccl-unpack.sh puts them back together there, as the NCCL_DIR
-# ci/gpu-issue18.sh takes (one subfolder per version, each with its libnccl.so.2).
+# ci/gpu-drop-in.sh takes (one subfolder per version, each with its libnccl.so.2).
 # usage: ci/nccl-pack.sh OUT [PART_MIB] VERSION...   e.g. ci/nccl-pack.sh target/nccl-pack 30 2.17.1 2.23.4
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: ci/nccl-pack.sh OUT [PART_MIB] VERSION..." >&2; exit 2; }

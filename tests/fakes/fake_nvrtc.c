@@ -1,6 +1,6 @@
 /* A stand-in for libnvrtc.so for tests (see tests/env_faults.rs). By default an old one: a
  * version query but none of the compile entry points nccl-perf calls. Built with
- * -DFAKE_NVRTC_FAILS (ci/gpu-issue18.sh), one that has every entry point but fails every
+ * -DFAKE_NVRTC_FAILS (ci/gpu-drop-in.sh), one that has every entry point but fails every
  * compilation, as an NVRTC that does not know the GPU. */
 #include <stddef.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 //!   one process of a job and watch the others stop (`tests/rank_faults.rs`).
 //! - `NCCL_PERF_TEST_STALL_MS=N`: holds every stream of the run for N ms, once, right before the
 //!   first timed loop, so that the `-T` timeout path (abort the communicators, print the timeout
-//!   line, exit 4) can be exercised on a healthy GPU machine (`ci/gpu-issue5.sh`). The hold is a
+//!   line, exit 4) can be exercised on a healthy GPU machine (`ci/gpu-timing-options.sh`). The hold is a
 //!   host function enqueued on each stream (`Stream::hold` of the GPU layer), so the stream is
 //!   really busy and nothing but the stream is affected. It ends early once [`release`] is
 //!   called (a timeout or a signal), so that aborting the communicators never waits for it.

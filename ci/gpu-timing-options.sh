@@ -5,7 +5,7 @@
 # validation (-G 5 -c 1), per-iteration timing with -z 3 and -K, Ctrl-C and SIGTERM with -J,
 # NCCL_TESTS_MIN_BW, and the harness-overhead benchmark; with several GPUs the multi-GPU and
 # multi-thread variants. Every check prints one PASS/FAIL line into OUT/issue5-checks.txt.
-# usage: ci/gpu-issue5.sh DIST OUT   (DIST holds the binaries, overhead, ref/ and side_by_side.py;
+# usage: ci/gpu-timing-options.sh DIST OUT   (DIST holds the binaries, overhead, ref/ and side_by_side.py;
 # the -T check needs binaries built with --features test-hooks)
 # shellcheck disable=SC2016  # the check expressions are evaluated later, on purpose
 set -u

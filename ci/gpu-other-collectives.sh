@@ -2,7 +2,7 @@
 # The GPU checks of issue 3 (the nine other binaries), in one call: the reference commands side
 # by side, every datatype (and op) of every binary, roots, alltoallv's environment, and — on a
 # machine with several GPUs — the multi-rank paths (grouped send/receive, hypercube rounds).
-# usage: ci/gpu-issue3.sh DIST OUT   (DIST holds the binaries, ref/ and side_by_side.py)
+# usage: ci/gpu-other-collectives.sh DIST OUT   (DIST holds the binaries, ref/ and side_by_side.py)
 set -u
 D=$(cd "$1" && pwd); O=$2
 export NCCL_NVLS_ENABLE=0

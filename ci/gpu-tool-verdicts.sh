@@ -11,7 +11,7 @@
 #  4. A run with -g 2 on a one-GPU machine (nccl-tests' "Invalid number of GPUs" lines, exit 5):
 #     parse exits 3, the CSV of report holds a record with the failure.
 # Prints a summary table; exit status 0 when every check passed.
-# usage: ci/gpu-issue14.sh DIST OUT   (DIST holds the release binaries; OUT gets issue14/)
+# usage: ci/gpu-tool-verdicts.sh DIST OUT   (DIST holds the release binaries; OUT gets issue14/)
 set -u
 D=$(cd "$1" && pwd)
 mkdir -p "$2"; O=$(cd "$2" && pwd)/issue14

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU checks of the core issue, in one call: kernel/mirror equivalence, the reference
 # commands side by side, error paths, and a start-up profile (the overhead benchmark runs in
-# gpu-issue5.sh).
-# usage: ci/gpu-issue2.sh DIST OUT
+# gpu-timing-options.sh).
+# usage: ci/gpu-generator-reference.sh DIST OUT
 set -u
 D=$(cd "$1" && pwd); O=$2
 export NCCL_NVLS_ENABLE=0

@@ -16,7 +16,7 @@
 #     -R 1 / -R 2 / -x 2 fall back with upstream's message where the version lacks them, and
 #     `-d all` drops fp8 before 2.24.
 # Prints a summary table; exit status 0 when every check passed.
-# usage: ci/gpu-issue18.sh DIST OUT [NCCL_DIR]   (run as root: unshare -m needs it)
+# usage: ci/gpu-drop-in.sh DIST OUT [NCCL_DIR]   (run as root: unshare -m needs it)
 set -u
 D=$(cd "$1" && pwd)
 mkdir -p "$2"; O=$(cd "$2" && pwd)/issue18

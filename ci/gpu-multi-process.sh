@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks of the multi-process issue on a one-GPU machine: the MPI build under mpirun
 # (reference ar_mpirun), the same sweep through the Slurm environment bootstrap, --dry-run, and
-# the -J CSV writer end to end. usage: ci/gpu-issue4.sh DIST OUT (DIST/mpi holds the MPI build)
+# the -J CSV writer end to end. usage: ci/gpu-multi-process.sh DIST OUT (DIST/mpi holds the MPI build)
 set -u
 D=$(cd "$1" && pwd); O=$2
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

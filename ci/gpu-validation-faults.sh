@@ -13,7 +13,7 @@
 #     and mpirun when DIST/mpi/all_reduce_perf, a --features mpi build, exists) → the survivor
 #     stops within seconds naming the lost rank, exits non-zero, and its JSON file parses.
 # Prints a summary table; exit status 0 when every check passed.
-# usage: ci/gpu-issue7.sh DIST OUT   (DIST holds the binaries; OUT gets the logs under issue7/)
+# usage: ci/gpu-validation-faults.sh DIST OUT   (DIST holds the binaries; OUT gets the logs under issue7/)
 set -u
 D=$(cd "$1" && pwd)
 mkdir -p "$2"; O=$(cd "$2" && pwd)/issue7

@@ -3,7 +3,7 @@
 #  1. the overhead bench (bare NCCL loop vs our timed loop, every collective), if BENCH is given;
 #  2. ours and nccl-tests 2.19.6 alternating, PAIRS pairs per collective, same command
 #     (small sizes, -n 100), summarised by ci/alt-pairs.py (median and spread of ours − theirs).
-# usage: ci/gpu-issue17.sh DIST OUT NCCL_TESTS_BUILD [BENCH]
+# usage: ci/gpu-overhead.sh DIST OUT NCCL_TESTS_BUILD [BENCH]
 #   PAIRS (default 5), COLLS (default: sendrecv all_reduce all_gather reduce_scatter broadcast),
 #   PIN: CPU list both programs run on (taskset -c PIN), e.g. 4-7; whole runs of either program
 #   otherwise land in one of two time levels (about 5.5 or 7 us out of place on one H200), which
