@@ -122,8 +122,8 @@ fn startup() -> Result<Startup, ExitCode> {
 }
 
 impl Startup {
-    fn run(self, coll: &dyn collective::Collective) -> ExitCode {
-        match runner::run(&self.options, coll, &self.program, self.args) {
+    fn run_benchmark(self, coll: &dyn collective::Collective) -> ExitCode {
+        match runner::run_benchmark(&self.options, coll, &self.program, self.args) {
             Ok(c) => {
                 if c != code::OK {
                     let host = host::short_hostname();
@@ -147,7 +147,7 @@ impl Startup {
 /// The whole program of one `*_perf` binary.
 pub fn main_for(coll: &dyn collective::Collective) -> ExitCode {
     unless_panic(|| match startup() {
-        Ok(s) => s.run(coll),
+        Ok(s) => s.run_benchmark(coll),
         Err(code) => code,
     })
 }
@@ -170,7 +170,7 @@ pub fn main_with<C: collective::Collective>(
             Err(code) => return code,
         };
         match make(&s.options) {
-            Ok(coll) => s.run(&coll),
+            Ok(coll) => s.run_benchmark(&coll),
             Err(e) => {
                 eprintln!("{}: {e}", s.program);
                 ExitCode::from(e.exit_code())

@@ -515,7 +515,7 @@ mod tests {
 
     /// Four processes on two hosts; process 2 (on n1) takes 1.5x in every iteration but the
     /// first (skipped) and iteration 3 spikes everywhere (4x).
-    fn run() -> Run {
+    fn sample_run() -> Run {
         let procs: Vec<Vec<f64>> = (0..4)
             .map(|p| {
                 (0..6)
@@ -584,7 +584,7 @@ mod tests {
 
     #[test]
     fn the_straggler_view_ranks_the_process_behind_first() {
-        let text = render(&[run()], &opts(View::Straggler)).unwrap();
+        let text = render(&[sample_run()], &opts(View::Straggler)).unwrap();
         let ranking = text.split("every row together").nth(1).unwrap();
         let first = ranking.lines().nth(2).unwrap();
         assert!(
@@ -604,15 +604,15 @@ mod tests {
 
     #[test]
     fn the_nodes_view_groups_processes_by_host_or_by_blocks() {
-        let text = render(&[run()], &opts(View::Nodes)).unwrap();
+        let text = render(&[sample_run()], &opts(View::Nodes)).unwrap();
         let first = text.lines().nth(3).unwrap();
         assert!(first.ends_with("n1  <- behind"), "{text}");
         let mut o = opts(View::Nodes);
         o.procs_per_node = Some(1);
-        let text = render(&[run()], &o).unwrap();
+        let text = render(&[sample_run()], &o).unwrap();
         assert!(text.lines().nth(3).unwrap().contains("node 2"), "{text}");
         // Without host names nor blocks: an error that says what to give.
-        let mut r = run();
+        let mut r = sample_run();
         r.devices.truncate(1);
         let e = render(&[r], &opts(View::Nodes)).unwrap_err();
         assert!(e.to_string().contains("--procs-per-node"), "{e}");
@@ -620,13 +620,13 @@ mod tests {
 
     #[test]
     fn the_spike_view_tells_the_job_from_one_process() {
-        let text = render(&[run()], &opts(View::Spikes)).unwrap();
+        let text = render(&[sample_run()], &opts(View::Spikes)).unwrap();
         assert!(
             text.contains("1 of 5 iterations (worst 4.00x at iteration 3): 1 of the job"),
             "{text}"
         );
         // One process' own spike: process 1 doubles at iteration 4.
-        let mut r = run();
+        let mut r = sample_run();
         if let Some(p) = r.rows[0].out_of_place.per_iter.as_mut() {
             p.per_process_max_times_us[1][5] *= 4.0;
             p.times_us[5] = p.per_process_max_times_us[1][5];
@@ -640,17 +640,24 @@ mod tests {
     fn runs_without_what_a_view_needs_say_so() {
         let mut o = opts(View::Straggler);
         o.in_place = true;
-        let e = render(&[run()], &o).unwrap_err();
+        let e = render(&[sample_run()], &o).unwrap_err();
         assert!(matches!(e, ViewError::OneProcess(_)), "{e}");
-        let mut r = run();
+        let mut r = sample_run();
         r.rows[0].out_of_place.per_iter = None;
         let e = render(&[r], &opts(View::Spikes)).unwrap_err();
         assert!(e.to_string().contains("-I 1"), "{e}");
         o.threshold = 1.0;
-        assert!(matches!(render(&[run()], &o), Err(ViewError::Threshold(_))));
+        assert!(matches!(
+            render(&[sample_run()], &o),
+            Err(ViewError::Threshold(_))
+        ));
         // Spikes of one process' run still show, as the job's.
         let mut o = opts(View::Spikes);
         o.in_place = true;
-        assert!(render(&[run()], &o).unwrap().contains("1 of the job"));
+        assert!(
+            render(&[sample_run()], &o)
+                .unwrap()
+                .contains("1 of the job")
+        );
     }
 }

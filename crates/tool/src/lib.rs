@@ -172,7 +172,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 });
         }
     };
-    match run(&matches) {
+    match run_subcommand(&matches) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("nccl-perf: {message}");
@@ -181,7 +181,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(matches: &ArgMatches) -> Result<u8, ToolError> {
+fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
     let (name, m) = matches
         .subcommand()
         .ok_or_else(|| ToolError::Usage("a subcommand is required".into()))?;

@@ -16,8 +16,9 @@ use crate::gpu::nccl::Nccl;
 use crate::options::Options;
 use crate::report::{DeviceInfo, table};
 
-/// A device as discovered, before anything is created on it.
-pub struct Discovered {
+/// One of this process' devices as probed: its ordinal and properties, read before anything is
+/// created on it.
+pub struct ProbedDevice {
     /// CUDA ordinal.
     pub ordinal: i64,
     /// Properties.
@@ -26,7 +27,7 @@ pub struct Discovered {
 
 /// Reads the properties of devices `base .. base + n`; fails like nccl-tests when there are too
 /// few devices.
-pub fn devices(base: i64, n: i64) -> Result<Vec<Discovered>> {
+pub fn devices(base: i64, n: i64) -> Result<Vec<ProbedDevice>> {
     let found = driver::device_count()?;
     if base + n > found {
         return Err(Error::TooFewGpus {
@@ -36,7 +37,7 @@ pub fn devices(base: i64, n: i64) -> Result<Vec<Discovered>> {
     }
     (base..base + n)
         .map(|ordinal| {
-            Ok(Discovered {
+            Ok(ProbedDevice {
                 ordinal,
                 props: driver::device_props(ordinal)?,
             })
@@ -44,8 +45,9 @@ pub fn devices(base: i64, n: i64) -> Result<Vec<Discovered>> {
         .collect()
 }
 
-/// What the later phases know after discovery.
-pub(super) struct Discovery {
+/// The discover phase's result, everything the later phases work with: libnccl and what it
+/// allows, this process' probed devices and ranks, and the job-wide minima.
+pub(super) struct Inventory {
     /// libnccl.
     pub nccl: &'static Nccl,
     /// Its version code (22803 for 2.28.3).
@@ -57,7 +59,7 @@ pub(super) struct Discovery {
     /// `-x` as the loaded NCCL supports it.
     pub cta_policy: Option<i64>,
     /// This process' devices, one per NCCL rank from `first_rank` on.
-    pub devices: Vec<Discovered>,
+    pub devices: Vec<ProbedDevice>,
     /// Communicator size: the ranks of this process' split group.
     pub nranks: usize,
     /// This process' first NCCL rank in its communicator.
@@ -76,7 +78,7 @@ pub(super) fn discover(
     opts: &Options,
     boot: &dyn Bootstrap,
     out: &mut Output,
-) -> Result<Discovery> {
+) -> Result<Inventory> {
     driver::init()?;
     crate::host::trace("CUDA driver initialised");
     let nccl = Nccl::load()?;
@@ -129,7 +131,7 @@ pub(super) fn discover(
     let global_cc = boot.allreduce(cc_code, Reduce::Min)? as i32;
     let min_mem = devices.iter().map(|d| d.props.total_mem).min().unwrap_or(0);
     let min_mem = boot.allreduce(min_mem as f64, Reduce::Min)? as u64;
-    Ok(Discovery {
+    Ok(Inventory {
         nccl,
         nccl_version,
         register: settings.register,
@@ -145,7 +147,7 @@ pub(super) fn discover(
 }
 
 /// A device as rank 0 sees it: identified by its PCI id.
-fn gpu_record(d: &Discovered) -> GpuRecord {
+fn gpu_record(d: &ProbedDevice) -> GpuRecord {
     let [domain, bus, device] = [d.props.pci.0, d.props.pci.1, d.props.pci.2];
     GpuRecord {
         device: d.ordinal,

@@ -16,8 +16,9 @@ use std::collections::BTreeSet;
 /// How many sizes the plan lists one by one.
 const SIZES_SHOWN: usize = 64;
 
-/// Runs the dry run; exit code 0 when the launch is sound.
-pub fn run(
+/// The dry run: checks the launch's placement (no CUDA), plans the loops and prints the plan;
+/// exit code 0 when the launch is sound.
+pub fn check_and_plan(
     opts: &Options,
     coll: &dyn Collective,
     program: &str,

@@ -5,7 +5,7 @@
 //!    end, finalize the job or tell it about a failure (`Launched`).
 //! 2. `discover.rs`: CUDA, libnccl and its version rules (`version.rs`), the header, this
 //!    process' devices, every process' record checked by rank 0, the device lines
-//!    (`Discovery`).
+//!    (`Inventory`).
 //! 3. `plan.rs`: the memory clamp, the loops over datatypes, ops, roots and sizes, the buffer
 //!    sizes, the validation kernels started (`Plan`).
 //! 4. `setup.rs`: the NCCL id, communicators, buffers, registrations (`Ready`).
@@ -45,7 +45,7 @@ mod validate;
 mod version;
 mod watch;
 
-pub use discover::Discovered;
+pub use discover::ProbedDevice;
 pub use engine::{Engine, Shape};
 pub use measure::Worker;
 pub use setup::{BufferSizes, Gpu};
@@ -60,9 +60,14 @@ use output::Output;
 
 /// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
 /// that reached its footer, or the error that ended it (the job was told).
-pub fn run(opts: &Options, coll: &dyn Collective, program: &str, args: Vec<String>) -> Result<u8> {
+pub fn run_benchmark(
+    opts: &Options,
+    coll: &dyn Collective,
+    program: &str,
+    args: Vec<String>,
+) -> Result<u8> {
     launch::launch(opts, program, args, |launched| match launched {
-        Launched::DryRun(boot) => dry_run::run(opts, coll, program, boot),
+        Launched::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
         Launched::Run(boot, out) => benchmark(opts, coll, boot, out),
     })
 }
@@ -93,7 +98,7 @@ fn benchmark(
                 "--locate: this process has no GPU".into(),
             ));
         };
-        locate::run(&locate::Job {
+        locate::run_locate(&locate::Job {
             opts: &found.options,
             coll,
             nccl: found.nccl,

@@ -2,7 +2,7 @@
 //! the warm-up ladder), the largest size after the memory clamp, and how large the buffers
 //! are. `--dry-run` prints the same loops ([`loops`]).
 
-use super::discover::Discovery;
+use super::discover::Inventory;
 use super::output::Output;
 use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
@@ -32,7 +32,7 @@ pub(super) struct Plan {
 pub(super) fn plan(
     coll: &dyn Collective,
     boot: &dyn Bootstrap,
-    found: &Discovery,
+    found: &Inventory,
     out: &mut Output,
 ) -> Result<Plan> {
     let opts = &found.options;

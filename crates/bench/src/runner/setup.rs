@@ -4,7 +4,7 @@
 //! (`-p 0`) or, with `-p 1`, by each benchmark thread for its own GPUs (`ThreadGpus`). The GPU
 //! layer's types tear them down when dropped (`gpu::rank`).
 
-use super::discover::{Discovered, Discovery};
+use super::discover::{Inventory, ProbedDevice};
 use super::plan::Plan;
 use crate::bootstrap::Bootstrap;
 use crate::error::Result;
@@ -21,7 +21,7 @@ pub(super) enum ThreadGpus<'d> {
     /// GPUs set up by the main thread (`-p 0`), with that setup's `-M` figures for thread 0.
     Ready(Vec<Gpu>, Option<SetupMemory>),
     /// Devices the thread sets up itself (`-p 1`), NCCL ranks from the given one on.
-    Init(&'d [Discovered], usize),
+    Init(&'d [ProbedDevice], usize),
 }
 
 /// What the measure phase starts with: one start per benchmark thread, and what setting up
@@ -37,7 +37,7 @@ pub(super) struct Ready<'a> {
 /// hands it to the group; with `-p 0` this thread then sets up every GPU of the process.
 pub(super) fn set_up<'a>(
     boot: &dyn Bootstrap,
-    found: &'a Discovery,
+    found: &'a Inventory,
     plan: &'a Plan,
 ) -> Result<Ready<'a>> {
     let opts = &found.options;
@@ -92,7 +92,7 @@ pub(super) fn set_up<'a>(
 /// `CTAPolicy` set when `cta_policy` is given (`-x`); returns each device's context with it.
 pub fn init_comms(
     nccl: &'static Nccl,
-    devices: &[Discovered],
+    devices: &[ProbedDevice],
     id: &UniqueId,
     nranks: usize,
     first_rank: usize,
@@ -156,7 +156,7 @@ pub struct SetupMemory {
 /// registrations, validation kernels; reading free memory between the steps with `-M 1`.
 pub fn create_gpus(
     p: &GpuPlan,
-    devices: &[Discovered],
+    devices: &[ProbedDevice],
     first_rank: usize,
 ) -> Result<(Vec<Gpu>, SetupMemory)> {
     let mut ctxs = Vec::with_capacity(devices.len());

@@ -5,7 +5,7 @@
 //! forever) return at their next wait, as they do on a signal; the failure is what the run
 //! reports, and the output is closed.
 
-use super::discover::Discovery;
+use super::discover::Inventory;
 use super::engine::{Engine, Shape};
 use super::interrupt;
 use super::measure::{GroupSample, Worker};
@@ -44,7 +44,7 @@ pub(super) struct Measured {
 pub(super) fn measure(
     coll: &dyn Collective,
     boot: &dyn Bootstrap,
-    found: &Discovery,
+    found: &Inventory,
     plan: &Plan,
     ready: Ready,
     out: &mut Output,

@@ -4,7 +4,7 @@ use super::*;
 use crate::bootstrap::fingerprint::Fingerprint;
 use std::net::TcpListener;
 
-fn run() -> Fingerprint {
+fn test_fingerprint() -> Fingerprint {
     Fingerprint(vec!["test_perf".into(), "1".into(), "-b 1M".into()])
 }
 
@@ -50,8 +50,11 @@ fn run_ranks<T: Send>(
             .map(|&r| {
                 let color = colors.get(r).copied().unwrap_or(0);
                 s.spawn(move || {
-                    let mut b =
-                        TcpBootstrap::connect(&launch(r, size, port, timeout_ms), color, &run())?;
+                    let mut b = TcpBootstrap::connect(
+                        &launch(r, size, port, timeout_ms),
+                        color,
+                        &test_fingerprint(),
+                    )?;
                     f(&mut b)
                 })
             })
@@ -389,7 +392,7 @@ fn rank_0_tells_the_others_why_it_failed() {
 
 #[test]
 fn one_process_needs_no_network() {
-    let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0, &run()).unwrap();
+    let b = TcpBootstrap::connect(&launch(0, 1, 1, 10), 0, &test_fingerprint()).unwrap();
     b.barrier().unwrap();
     assert_eq!(b.allreduce(3.0, Reduce::Sum).unwrap(), 3.0);
     assert_eq!(b.gather("x".into()).unwrap(), ["x"]);
@@ -402,12 +405,13 @@ fn strays_and_duplicates() {
     // is not signed, anyone could send one); the run goes on.
     let port = free_port();
     let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let root =
-            s.spawn(|| TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &run())?.barrier());
+        let root = s.spawn(|| {
+            TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &test_fingerprint())?.barrier()
+        });
         let stray = s.spawn(|| {
             let mut l = launch(1, 2, port, 1_500);
             l.job = "other-job".into();
-            TcpBootstrap::connect(&l, 0, &run()).map(|_| ())
+            TcpBootstrap::connect(&l, 0, &test_fingerprint()).map(|_| ())
         });
         let stray = stray.join().unwrap();
         let err = stray.unwrap_err();
@@ -417,8 +421,9 @@ fn strays_and_duplicates() {
             "{msg}"
         );
         assert_eq!(err.exit_code(), 6);
-        let good =
-            s.spawn(|| TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &run())?.barrier());
+        let good = s.spawn(|| {
+            TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &test_fingerprint())?.barrier()
+        });
         vec![root.join().unwrap(), good.join().unwrap()]
     });
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
@@ -502,7 +507,7 @@ fn relayed_barrier(meddle: impl Fn(usize, Vec<u8>) -> Option<Vec<u8>> + Send + '
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         // Two barriers: a frame replayed after the first is read in the second.
         let two = |l: TcpLaunch| -> Result<()> {
-            let b = TcpBootstrap::connect(&l, 0, &run())?;
+            let b = TcpBootstrap::connect(&l, 0, &test_fingerprint())?;
             b.barrier()?;
             b.barrier()
         };
@@ -555,11 +560,11 @@ fn a_relay_that_passes_everything_changes_nothing() {
     let relay = relay(front, port, |_, f| Some(f));
     let results: Vec<Result<f64>> = std::thread::scope(|s| {
         let root = s.spawn(|| {
-            TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &run())?
+            TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &test_fingerprint())?
                 .allreduce(1.0, Reduce::Sum)
         });
         let leaf = s.spawn(|| {
-            TcpBootstrap::connect(&launch(1, 2, front_port, 10_000), 0, &run())?
+            TcpBootstrap::connect(&launch(1, 2, front_port, 10_000), 0, &test_fingerprint())?
                 .allreduce(2.0, Reduce::Sum)
         });
         vec![root.join().unwrap(), leaf.join().unwrap()]
@@ -575,8 +580,9 @@ fn an_unsigned_abort_before_the_welcome_makes_a_process_try_again() {
     let port = free_port();
     let fake = TcpListener::bind(("127.0.0.1", port)).unwrap();
     std::thread::scope(|s| {
-        let leaf =
-            s.spawn(|| TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &run())?.barrier());
+        let leaf = s.spawn(|| {
+            TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &test_fingerprint())?.barrier()
+        });
         let (mut c, _) = fake.accept().unwrap();
         wire::send(&mut c, wire::CHALLENGE, &[1; 32], Duration::from_secs(1)).unwrap();
         let (tag, _) = wire::recv(&mut c, Instant::now() + Duration::from_secs(5)).unwrap();
@@ -587,8 +593,8 @@ fn an_unsigned_abort_before_the_welcome_makes_a_process_try_again() {
             .0;
         wire::send(&mut c, wire::ABORT, &abort, Duration::from_secs(1)).unwrap();
         drop((c, fake));
-        let root =
-            TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &run()).and_then(|b| b.barrier());
+        let root = TcpBootstrap::connect(&launch(0, 2, port, 10_000), 0, &test_fingerprint())
+            .and_then(|b| b.barrier());
         assert!(root.is_ok(), "{root:?}");
         let leaf = leaf.join().unwrap();
         assert!(leaf.is_ok(), "{leaf:?}");

@@ -294,7 +294,7 @@ impl<'a> GpuLocal<'a> {
 }
 
 impl Local for GpuLocal<'_> {
-    fn run(
+    fn run_round(
         &mut self,
         round: &Round,
         group: Option<usize>,

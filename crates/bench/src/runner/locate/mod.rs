@@ -203,7 +203,7 @@ pub struct Job<'a> {
 }
 
 /// Runs locate after the table; the exit code (0, or 9 when a suspect is named).
-pub fn run(job: &Job) -> Result<u8> {
+pub fn run_locate(job: &Job) -> Result<u8> {
     let Some(l) = &job.opts.locate else {
         return Ok(0);
     };
@@ -256,7 +256,7 @@ pub fn run(job: &Job) -> Result<u8> {
         )]);
         say(&[output::header()]);
     }
-    let report = crate::locate::run(&mut rounds, &topo, &l.config(), &mut |rec, t| {
+    let report = crate::locate::run_schedule(&mut rounds, &topo, &l.config(), &mut |rec, t| {
         if printing {
             say(&output::round_lines(rec, t, l.lines));
         }

@@ -31,7 +31,7 @@ pub trait Local {
     /// `deadline`, first making a new world communicator when `rebuild` (every rank is told
     /// the same). An error ends the locate run on this rank (a signal, a world communicator
     /// that cannot be made).
-    fn run(
+    fn run_round(
         &mut self,
         round: &Round,
         group: Option<usize>,
@@ -119,7 +119,10 @@ impl<L: Local> RoundRunner for Rounds<'_, L> {
         let start = Instant::now();
         let me = self.boot.world_rank();
         let group = round.groups.iter().position(|g| g.ranks.contains(&me));
-        let part = match self.local.run(round, group, self.rebuild, start + deadline) {
+        let part = match self
+            .local
+            .run_round(round, group, self.rebuild, start + deadline)
+        {
             Ok(p) => p,
             // The others learn it from the bootstrap (this process ends after the verdict); the
             // round's communicator is aborted when the local part is dropped, after the verdict
@@ -227,7 +230,7 @@ mod tests {
     }
 
     impl Local for Scripted {
-        fn run(
+        fn run_round(
             &mut self,
             round: &Round,
             group: Option<usize>,
@@ -264,7 +267,10 @@ mod tests {
     );
 
     /// Runs `rounds()` on four threads; rank `broken` (if any) cannot share.
-    fn run(seen: fn(usize, usize, Option<usize>) -> Part, broken: Option<usize>) -> Vec<Outcome> {
+    fn run_four_ranks(
+        seen: fn(usize, usize, Option<usize>) -> Part,
+        broken: Option<usize>,
+    ) -> Vec<Outcome> {
         let posted = Arc::new(Mutex::new(vec![String::new(); 4]));
         let barrier = Arc::new(Barrier::new(if broken.is_some() { 1 } else { 4 }));
         let bw = |n: usize, s: f64| n as f64 / s;
@@ -321,7 +327,7 @@ mod tests {
                 time_us: rank as f64 + 1.0,
             }),
         };
-        let all = run(seen, None);
+        let all = run_four_ranks(seen, None);
         let first: Vec<_> = all[0].0.iter().map(|r| r.clone().unwrap()).collect();
         assert_eq!(
             first[0].outcomes,
@@ -368,7 +374,7 @@ mod tests {
             world_lost: round == 1 && rank == 1,
             stuck: round == 2 && rank == 2,
         };
-        let all = run(seen, None);
+        let all = run_four_ranks(seen, None);
         for (results, local, _) in &all {
             assert!(results.iter().all(|r| r.is_ok()));
             assert_eq!(local.rebuilds, [false, true]);
@@ -436,7 +442,7 @@ mod tests {
     #[test]
     fn a_bootstrap_that_lost_a_process_stops_naming_it() {
         let seen = |_, _, _| part(Seen::Measured { time_us: 1.0 });
-        let all = run(seen, Some(0));
+        let all = run_four_ranks(seen, Some(0));
         let (results, local, fatal) = &all[0];
         let stop = results[0].as_ref().unwrap_err();
         assert_eq!(stop.lost, [3]);
