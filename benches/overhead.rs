@@ -22,10 +22,11 @@
 //! it, `over` otherwise. Without a GPU it prints why it skipped and exits 0.
 //!
 //! With one rank the rooted collectives use root 0, sendrecv, alltoall(v), gather and scatter
-//! send to themselves. The bare loops are written out here from the spec (§1.1, §1.6, §1.7),
-//! not derived from our plans. They leave out nccl-tests' per-operation `ncclCommCount` /
-//! `ncclCommUserRank` queries (sendrecv, alltoall, gather, scatter, hypercube): the bare loop is
-//! a lower bound of nccl-tests' own per-operation host work.
+//! send to themselves. The bare loops are written out here from nccl-tests' own calls (each
+//! binary's NCCL calls per operation, alltoallv's generated per-peer counts, hypercube's
+//! recursive doubling), not derived from our plans. They leave out nccl-tests' per-operation
+//! `ncclCommCount` / `ncclCommUserRank` queries (sendrecv, alltoall, gather, scatter, hypercube):
+//! the bare loop is a lower bound of nccl-tests' own per-operation host work.
 
 use nccl_perf_bench::bootstrap::SingleProcess;
 use nccl_perf_bench::collective::{Counts, all};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 13 (rendezvous): real runs (not --dry-run) over the TCP rendezvous,
 # 4 ranks sharing GPU 0 as 4 "hosts" (own UTS namespace and NCCL_HOSTID each, NCCL's socket
-# transport on loopback; see DESIGN §5), torchrun-style environment.
+# transport on loopback, as ci/vcluster.sh sets up), torchrun-style environment.
 #  1. A sound launch with a key (NCCL_PERF_RENDEZVOUS_KEY): exit 0, one table, 4 device lines,
 #     `# Out of bounds values : 0 OK`, while a foreign client holds 50 idle connections and sends
 #     junk to rank 0's port (bash /dev/tcp).

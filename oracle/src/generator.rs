@@ -1,5 +1,5 @@
-//! Host mirror of the verifiable data generator (spec §4.3), bit-exact with the CUDA kernels in
-//! `kernels/verifiable.cu`.
+//! Host mirror of nccl-tests' verifiable data generator (its `verifiable/` library), bit-exact with
+//! the CUDA kernels in `kernels/verifiable.cu`.
 //!
 //! Every element is a pure function of `(type, op, rn, rme, seed, ix)`. The inputs of the `rn`
 //! ranks are built so that reducing them with `op` gives [`expected_bits`] exactly, whatever the

@@ -16,7 +16,8 @@
 pub const NO_ROWS_AVERAGE: f64 = f64::from_bits(0xfff8_0000_0000_0000);
 
 /// The arithmetic mean `sum / count`, or [`NO_ROWS_AVERAGE`] (printed `-nan`) when `count` is 0,
-/// as nccl-tests computes the average bus bandwidth (spec §5.5).
+/// as nccl-tests computes the average bus bandwidth: the mean busbw of every printed half-row
+/// (rows of 0 elements and `N/A` halves included), `0/0` when there is none.
 pub fn average(sum: f64, count: u64) -> f64 {
     if count == 0 {
         NO_ROWS_AVERAGE
@@ -25,8 +26,8 @@ pub fn average(sum: f64, count: u64) -> f64 {
     }
 }
 
-/// Formats `value` into a field of `width` characters with the v2.19.6 fit-to-width rule
-/// (spec §3.5): `%W.2f`; if longer than `width`, `%W.1f`; then `%W.0f`; then `%W.1e` (width ≥ 7)
+/// Formats `value` into a field of `width` characters with nccl-tests v2.19.6's fit-to-width
+/// rule: `%W.2f`; if longer than `width`, `%W.1f`; then `%W.0f`; then `%W.1e` (width ≥ 7)
 /// or `%W.0e` (width < 7), truncated to `width` characters.
 ///
 /// NaN prints `nan` (`-nan` when its sign bit is set) and infinities `inf`/`-inf`, right-aligned.

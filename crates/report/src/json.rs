@@ -1,4 +1,4 @@
-//! The `-J file.json` writer (upstream schema version 3, spec §3.8).
+//! The `-J file.json` writer (nccl-tests' schema version 3, the one v2.19.6 writes).
 //!
 //! [`JsonReport`] collects the run's description and rows and renders one JSON document, on one
 //! line, with upstream's keys in upstream's order, so `tools/analyze_perf_json.py` reads it. Its

@@ -1,7 +1,7 @@
 //! The text report: header, device lines, table header, rows and footer.
 //!
 //! Every function returns complete lines, each ending in `\n`, laid out byte for byte as
-//! nccl-tests v2.19.6 prints them (spec §3); trailing spaces are part of the contract. The caller
+//! nccl-tests v2.19.6 prints them; trailing spaces are part of the contract. The caller
 //! decides where the text goes (only the main thread of world rank 0 prints).
 //!
 //! Where the references do not show a case, we decided:
@@ -39,7 +39,7 @@ pub fn version_line(nccl_library_code: i32) -> String {
     )
 }
 
-/// The report header from `# Collective test starting:` to `# Using devices` (spec §3.2): the
+/// The report header from `# Collective test starting:` to `# Using devices`: the
 /// parameter line, the `-z`, `-I` and `-p` lines when enabled, `#` and `# Using devices`.
 pub fn header(info: &RunInfo) -> String {
     let (step, step_kind) = match info.step {
@@ -84,7 +84,7 @@ pub fn header(info: &RunInfo) -> String {
     out
 }
 
-/// One `#  Rank ...` device line (spec §3.3).
+/// One `#  Rank ...` device line: rank, group, pid, host, CUDA ordinal, PCI id and device name.
 pub fn device_line(d: &DeviceInfo) -> String {
     format!(
         "#  Rank {:2} Group {:2} Pid {:6} on {:>10} device {:2} [{:04x}:{:02x}:{:02x}] {}\n",
@@ -92,12 +92,13 @@ pub fn device_line(d: &DeviceInfo) -> String {
     )
 }
 
-/// The two lines printed after the device list when the memory clamp lowered maxBytes (§6.6).
+/// The two lines printed after the device list when the memory clamp lowered maxBytes
+/// (the buffers of `-e` would not fit in the smallest GPU's memory).
 pub fn memory_clamp_lines(new_max: u64) -> String {
     format!("#\n# Reducing maxBytes to {new_max} due to memory limitation\n")
 }
 
-/// The table header: `#` and three lines (spec §3.4), in the default, `-C 1` (`cputime`),
+/// The table header: `#` and three lines, in the default, `-C 1` (`cputime`),
 /// `-S 1` (timestamp column) and `-I 1` (per-iteration columns) variants.
 pub fn table_header(info: &RunInfo) -> String {
     let mut out = String::from("#\n");
@@ -151,7 +152,7 @@ pub fn table_header(info: &RunInfo) -> String {
     out
 }
 
-/// One data row (spec §3.5): preamble, out-of-place half, in-place half (each followed by its
+/// One data row: preamble, out-of-place half, in-place half (each followed by its
 /// per-iteration block with `-I 1`), the timestamp with `-S 1`, and a newline.
 ///
 /// The columns follow `info` (as the table header does): with `-I 1` a half without statistics
@@ -198,7 +199,7 @@ fn half_columns(h: &HalfResult, per_iter: bool) -> String {
     out
 }
 
-/// The footer (spec §3.6): out-of-bounds and average lines, `#`, the concluded line, the `-M 1`
+/// The footer: out-of-bounds and average lines, `#`, the concluded line, the `-M 1`
 /// memory line if any, `#`, then an empty line or `# error: <text>`.
 ///
 /// The average is printed with `%g`; a run without rows should pass
@@ -233,7 +234,7 @@ pub fn footer(s: &Summary, program: &str) -> String {
     out
 }
 
-/// The body of the `-M 1` memory line (spec §3.6):
+/// The body of the `-M 1` memory line:
 /// `Initialization <a> | User-Allocated <b> | Collective <c> | Total  <a+b+c>`, amounts in bytes
 /// formatted by [`memory_amount`].
 pub fn memory_report(initialization: f64, user_allocated: f64, collective: f64) -> String {
@@ -246,7 +247,7 @@ pub fn memory_report(initialization: f64, user_allocated: f64, collective: f64) 
     )
 }
 
-/// A memory amount as the `-M 1` report prints it (spec §3.6): unit chosen by magnitude
+/// A memory amount as the `-M 1` report prints it: unit chosen by magnitude
 /// (`GB` ≥ 1 GiB, `MB` ≥ 1 MiB, `KB` ≥ 1 KiB, else `B`; binary multiples), then 2 decimals below
 /// 10, 1 below 100, else none: `1.50 GB`, `12.0 MB`, `512 MB`, `0.00 B`. Negative amounts keep
 /// their sign.

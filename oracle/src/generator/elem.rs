@@ -1,5 +1,5 @@
-//! Element generators (spec §4.3.2). Each float generator returns `(input, expected)` bit
-//! patterns for one element; the expected value never depends on `rme`.
+//! Element generators of nccl-tests' `verifiable/` library. Each float generator returns `(input,
+//! expected)` bit patterns for one element; the expected value never depends on `rme`.
 
 use super::format::{HALF, Layout};
 use super::prim::{Width, hash, mix, mulhi32, shuffle, sum_xy};

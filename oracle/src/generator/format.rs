@@ -1,5 +1,5 @@
 //! Floating-point bit layouts: building values from fields (`make`, `normalise`) and exact
-//! conversions between a layout and `f64` (spec §4.3.2).
+//! conversions between a layout and `f64` (E exponent bits, M mantissa bits, bias 2^(E−1)−1).
 //!
 //! Rounding into a narrow layout is IEEE round-to-nearest-even. Overflow gives infinity for the
 //! IEEE layouts (half, bfloat16, float) and the largest finite value for the fp8 layouts, which

@@ -1,4 +1,4 @@
-//! Mixing primitives of the verifiable generator (spec §4.3.1).
+//! Mixing primitives of the verifiable generator (nccl-tests' `verifiable/` arithmetic).
 //!
 //! All arithmetic wraps on the stated width and every shift is logical. The CUDA twin of each
 //! function lives in `kernels/verifiable.cu` and must stay bit-identical.

@@ -1,5 +1,5 @@
-//! Which processes share a host: nccl-tests' host hash (spec §6.2) and the local ranks and
-//! counts derived from everyone's hash.
+//! Which processes share a host: nccl-tests' host hash (short host name and boot id) and the local
+//! ranks and counts derived from everyone's hash.
 
 use std::collections::HashMap;
 

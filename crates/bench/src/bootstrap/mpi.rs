@@ -1,4 +1,4 @@
-//! The MPI bootstrap (feature `mpi`, rsmpi): what nccl-tests does in its MPI builds (spec §6.2).
+//! The MPI bootstrap (feature `mpi`, rsmpi): what nccl-tests does in its MPI builds:
 //! MPI is initialised after option parsing; local rank by host hash; `MPI_Comm_split` by the
 //! `NCCL_TESTS_SPLIT*` colour; the unique id broadcast within the split group; barriers,
 //! reductions and the gather of device lines over `MPI_COMM_WORLD`.

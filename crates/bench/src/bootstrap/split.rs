@@ -1,5 +1,5 @@
 //! `NCCL_TESTS_SPLIT_MASK` / `NCCL_TESTS_SPLIT`: the colour that puts a process into one of
-//! several independent communicators (spec §2.6, §6.2). Colours are world rank op value;
+//! several independent communicators, as in nccl-tests. Colours are world rank op value;
 //! processes with equal colours form one group.
 
 use crate::cnum;

@@ -58,7 +58,9 @@ pub fn all() -> Vec<Box<dyn Collective>> {
     ]
 }
 
-/// Per-rank element counts derived from one sweep size (spec §1.2).
+/// Per-rank element counts derived from one sweep size (`size / type size` elements) as
+/// nccl-tests derives them; the sharded collectives round `count / nranks` down to a multiple of
+/// 16 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Elements each rank sends.

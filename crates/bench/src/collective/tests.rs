@@ -1,6 +1,7 @@
-//! Tests across all eleven collectives: the counts table of spec §1.2, the op and root columns,
-//! and the binding of planned steps to pointers. The host replay of every collective (what NCCL
-//! delivers must equal the expected fills) is `tests/collective_replay.rs`, on the test oracle.
+//! Tests across all eleven collectives: the counts each derives from a sweep size (nccl-tests'
+//! table), the op and root columns, and the binding of planned steps to pointers. The host replay
+//! of every collective (what NCCL delivers must equal the expected fills) is
+//! `tests/collective_replay.rs`, on the test oracle.
 
 use super::*;
 use crate::error::Result;
@@ -15,9 +16,10 @@ fn round16() {
     assert_eq!(round16_per_rank(17, 1, 2), 16);
 }
 
-/// Spec §1.2's table, written out: (paramcount, sendcount, recvcount, send in-place offset,
-/// recv in-place offset, algbw bytes, busbw factor). alltoallv's totals are checked in its own
-/// tests; here only its param, offsets and bandwidth rule.
+/// nccl-tests' table of what each collective derives from a count, written out: (paramcount,
+/// sendcount, recvcount, send in-place offset, recv in-place offset, algbw bytes, busbw factor).
+/// alltoallv's totals are checked in its own tests; here only its param, offsets and bandwidth
+/// rule.
 type Row = (usize, usize, usize, usize, usize, usize, f64);
 
 fn spec_row(name: &str, count: usize, n: usize, ts: usize) -> Option<Row> {

@@ -202,7 +202,7 @@ pub fn register(nccl: &'static Nccl, gpus: &mut [Gpu], bytes: usize, how: Regist
     comm::register_all(nccl, &mut ranks, bytes, how)
 }
 
-/// Tears down every GPU as nccl-tests does (spec §6.8): all registrations undone first (a
+/// Tears down every GPU as nccl-tests does: all registrations undone first (a
 /// symmetric window belongs to every rank of the communicator), then each communicator
 /// destroyed and its buffers and stream freed. The GPUs must be idle. On a failure the GPUs
 /// not yet torn down take the error path (see the module comment).

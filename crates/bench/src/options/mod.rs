@@ -380,7 +380,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     })
 }
 
-/// nccl-tests' checks after parsing (spec §2.3, in its order; the size check comes first):
+/// nccl-tests' checks after parsing (in upstream's order; the size check comes first):
 /// `-D` without `-R 2` stops, incompatible `-I`/`-G`/`-z 3`/`-K` settings are disabled with
 /// upstream's message. Beyond upstream: `-D > 0` (device-API kernels) is not implemented here,
 /// and `-G` cannot capture the legacy NULL stream of `-y 1`.

@@ -95,7 +95,7 @@ fn timing_options_are_read() {
     assert!(matches!(parse(&["-R", "3"]), Err(OptionsError::Invalid(_))));
 }
 
-/// Spec §2.3: the messages and their order, each disabling what it names.
+/// nccl-tests' post-parse checks: the messages and their order, each disabling what it names.
 #[test]
 fn post_parse_messages_disable_like_upstream() {
     let notices = |args: &[&str]| parse(args).unwrap().notices;

@@ -94,7 +94,8 @@ pub(super) fn discover(
     };
     let opts = &options;
     let per_process = opts.nthreads * opts.ngpus;
-    // NCCL ranks count within the split group; device lines show world ranks (spec §3.3, §6.2).
+    // NCCL ranks count within the split group; device lines show world ranks;
+    // NCCL rank = (group rank · threads + thread) · GPUs + GPU, as in nccl-tests.
     let group = boot.group();
     let nranks = group.size * per_process as usize;
     let first_rank = group.rank * per_process as usize;

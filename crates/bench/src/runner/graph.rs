@@ -1,4 +1,4 @@
-//! CUDA graphs (`-G k`, spec §5.6): the timed loop is captured once per measurement on every
+//! CUDA graphs (`-G k`): the timed loop is captured once per measurement on every
 //! GPU stream (thread-local capture mode), instantiated, and launched `k` times back to back;
 //! the time per operation is the elapsed time / (n·m·k), the CPU time / (n·m). The validation
 //! operation runs as its own one-operation graph. Warm-up and the sync operation are not

@@ -1,6 +1,6 @@
-//! Per-iteration timing (`-I 1`, spec §5.4): CUDA events around every timed iteration on every
-//! GPU, the per-iteration maximum over GPUs, threads and processes, and the statistics printed
-//! in the `i_*` columns and written to the JSON per-iteration objects.
+//! Per-iteration timing (`-I 1`, nccl-tests v2.19.2 on): CUDA events around every timed iteration
+//! on every GPU, the per-iteration maximum over GPUs, threads and processes, and the statistics
+//! printed in the `i_*` columns and written to the JSON per-iteration objects.
 
 use super::setup::Gpu;
 use crate::error::Result;
@@ -106,7 +106,7 @@ pub fn nearest_rank(n: usize, p: usize) -> usize {
         .min(n.saturating_sub(1))
 }
 
-/// Statistics of spec §5.4 over `times_us[skip..]`: sorted, min, max, p50 = element ⌊N/2⌋,
+/// nccl-tests' `-I 1` statistics over `times_us[skip..]`: sorted, min, max, p50 = element ⌊N/2⌋,
 /// nearest-rank p95 and p99, mean, population standard deviation, cv% = stdev/mean·100 (0 when
 /// the mean is not positive). `times_us` (every iteration, skipped ones included) and the
 /// per-process rows are kept for the JSON object. With no sample left every figure is NaN.
@@ -232,10 +232,10 @@ mod tests {
         assert!(rows.is_empty());
     }
 
-    /// The JSON per-iteration object (spec §3.8) and the `-I 1` table columns as the report
-    /// renders what [`summarize`] and [`combine`] produce: keys in upstream's order,
-    /// `per_process_max_times_us` only with several processes, `times_us` the per-iteration
-    /// maximum over them (what `analyze_perf_json.py` checks), 21 tokens per row.
+    /// The JSON per-iteration object (nccl-tests' JSON schema 3) and the `-I 1` table columns as
+    /// the report renders what [`summarize`] and [`combine`] produce: keys in upstream's order,
+    /// `per_process_max_times_us` only with several processes, `times_us` the per-iteration maximum
+    /// over them (what `analyze_perf_json.py` checks), 21 tokens per row.
     #[test]
     fn json_objects_and_table_columns() {
         use crate::report::json::JsonReport;

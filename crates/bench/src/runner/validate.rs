@@ -1,6 +1,6 @@
-//! Validation of one measurement (spec §4.1): fresh inputs and expected results written by the
-//! kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on every
-//! GPU and summed over all ranks.
+//! Validation of one measurement, as nccl-tests does it: fresh inputs and expected results written
+//! by the kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on
+//! every GPU and summed over all ranks.
 
 use super::engine::Shape;
 use super::measure::Worker;

@@ -1,4 +1,4 @@
-//! nccl-tests' rules for the options that depend on the loaded NCCL (spec §2.2, §2.3): which of
+//! nccl-tests' rules for the options that depend on the loaded NCCL: which of
 //! `-R`, `-x`, `-D`, `-V` and `-d` it supports, and upstream's messages for what is changed or
 //! ignored. Pure; the discover phase applies them as soon as the version is known, before any
 //! device is touched.
@@ -21,7 +21,7 @@ pub(super) struct Settings {
     pub messages: Vec<String>,
 }
 
-/// Applies nccl-tests' version rules (spec §2.2, §2.3): `-D` and `-V` need NCCL 2.28 (exit
+/// Applies nccl-tests' version rules: `-D` and `-V` need NCCL 2.28 (exit
 /// 255), `-R` is ignored before 2.19 and `-R 2` falls back to local registration before 2.27,
 /// `-x` is ignored before 2.27 and values above 1 before 2.28; `-d all` has no fp8 types before
 /// 2.24 and an explicit fp8 type is refused there (exit 5; NCCL would reject it). The messages

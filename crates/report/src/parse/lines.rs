@@ -1,6 +1,6 @@
-//! Reading single lines of a log: launcher prefixes, and the header, device, table-header, row
-//! and footer lines of nccl-tests (v2.19.6 and older layouts, spec §3.9). Each reader returns
-//! a [`LineError`]; the caller adds file and line.
+//! Reading single lines of a log: launcher prefixes, and the header, device, table-header, row and
+//! footer lines of nccl-tests (v2.19.6 and the older layouts the module comment of `parse` lists).
+//! Each reader returns a [`LineError`]; the caller adds file and line.
 
 use crate::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
 
@@ -109,8 +109,9 @@ pub fn is_nccl_debug(line: &str) -> bool {
         .any(|w| line.contains(w))
 }
 
-/// nccl-tests' failure lines (spec §7): `<host>: Test NCCL failure ...`, `Test CUDA failure`, and
-/// the ` .. <host> pid N: Test failure file:line` trace.
+/// nccl-tests' failure lines (on stdout from every process that fails; docs/errors.md):
+/// `<host>: Test NCCL failure ...`, `Test CUDA failure`, and the
+/// ` .. <host> pid N: Test failure file:line` trace.
 pub fn is_failure(line: &str) -> bool {
     line.contains("Test failure")
         || line.contains("Test NCCL failure")

@@ -1,11 +1,12 @@
 //! Text logs of nccl-tests and of our binaries back into [`Run`]s.
 //!
-//! A log may hold several tests (split on `Collective test starting`, or on the parameter line
-//! in logs older than v2.16.7), lines of several processes (`srun -l` and `mpirun --tag-output`
-//! prefixes: each process is read on its own), NCCL's `NCCL INFO` lines, launcher chatter and
-//! the layouts of older nccl-tests versions (spec §3.9). Lines outside a test are ignored;
-//! inside one, a line that is part of no known section is kept as an extra line (skip notes,
-//! failure messages) so that the test prints back unchanged.
+//! A log may hold several tests (split on `Collective test starting`, or on the parameter line in
+//! logs older than v2.16.7), lines of several processes (`srun -l` and `mpirun --tag-output`
+//! prefixes: each process is read on its own), NCCL's `NCCL INFO` lines, launcher chatter and the
+//! layouts of older nccl-tests versions (before v2.19.6: other number formats, column widths and
+//! header spacing; no version line before v2.17.4, no `unalign:` field before v2.18.2). Lines
+//! outside a test are ignored; inside one, a line that is part of no known section is kept as an
+//! extra line (skip notes, failure messages) so that the test prints back unchanged.
 //!
 //! A constant text before every line (a document's indentation or quote marks, a launcher's
 //! tag, a timestamp) is found from the lines only nccl-tests prints and taken off first

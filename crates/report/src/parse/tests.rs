@@ -1,5 +1,6 @@
 //! Logs the reference folder does not show: launcher prefixes, NCCL INFO lines, several tests,
-//! the layouts of older nccl-tests versions (spec §3.9), and broken input.
+//! the layouts of older nccl-tests versions (other column widths and header spacing; no version
+//! line before v2.17.4, no `unalign:` field before v2.18.2), and broken input.
 
 use super::*;
 use crate::Step;

@@ -30,7 +30,8 @@ fn err(r: Result<impl std::fmt::Debug>) -> String {
     msg
 }
 
-/// Spec §1.6 with spread 1, written out: rank 0 sends rank j `down16(j·total/(n(n−1)/2))`.
+/// nccl-tests' generated alltoallv matrix with spread 1 (its default), written out: rank 0 sends
+/// rank j `down16(j·total/(n(n−1)/2))`.
 fn spread1_total(count: usize, n: usize, ts: usize) -> (usize, usize) {
     let p = count / n / (16 / ts) * (16 / ts);
     let total = p * n * ts;
