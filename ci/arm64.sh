@@ -5,8 +5,8 @@
 #
 #   default build (tests with the test-hooks feature, as tests/rank_faults.rs needs):
 #                  the unit tests of every crate of the workspace (crates/*, and the test
-#                  oracle crate oracle/: all default workspace members), and every test target but tests/ship.rs (it runs
-#                  the host's `cargo install` and reads the shipped files, which do not depend
+#                  oracle crate oracle/: all default workspace members), and every test target but tests/ship_*.rs (they run
+#                  the host's `cargo install` and read the shipped files, which do not depend
 #                  on the architecture) — CLI and hostile command lines, --dry-run launches of
 #                  4 processes (Slurm, torchrun, mpirun-environment styles), the rendezvous
 #                  against hostile clients, rank kills, stand-in CUDA/NCCL/NVRTC libraries
@@ -17,7 +17,7 @@
 #
 # How the emulation reaches every process: cargo runs each test harness through its `runner`
 # (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER), and the tests start our programs through
-# NCCL_PERF_TEST_RUNNER (tests/support/mod.rs), since an emulated process cannot exec a
+# NCCL_PERF_TEST_RUNNER (tests/programs/mod.rs), since an emulated process cannot exec a
 # foreign binary and binfmt_misc is not relied on. Host tools the tests start (bash, mpirun,
 # timeout, g++) run natively. No GPU is touched.
 #
@@ -80,7 +80,10 @@ is_arm64() { [ "$(od -An -tx1 -j18 -N2 "$1" | tr -d ' ')" = b700 ]; }
 qemu_tests=(--lib)
 for f in tests/*.rs; do
   n="$(basename "$f" .rs)"
-  [ "$n" = ship ] || qemu_tests+=(--test "$n")
+  case "$n" in
+    ship_*) ;;
+    *) qemu_tests+=(--test "$n") ;;
+  esac
 done
 
 bin="$target_dir/$TRIPLE/debug/all_reduce_perf"

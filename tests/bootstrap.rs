@@ -2,7 +2,7 @@
 //! launcher environments (Slurm, torchrun, mpirun) and `--dry-run`, which bootstraps for real
 //! and prints the plan. Every child runs under a deadline and is killed past it.
 
-mod support;
+mod programs;
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};
@@ -25,7 +25,7 @@ fn command(vars: &[(&str, String)]) -> Command {
 
 /// [`command`] with more arguments.
 fn command_with(vars: &[(&str, String)], args: &[&str]) -> Command {
-    let mut c = support::program(BIN);
+    let mut c = programs::program(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         // Numeric indexes: GPUs are "visible" but their identity is unknown, so the plan is the
@@ -274,7 +274,7 @@ fn mpirun_with(np: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Option<O
         "-np",
     ])
     .arg(np.to_string())
-    .args(support::program_words(BIN))
+    .args(programs::program_words(BIN))
     .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
     .args(args);
     let vars: HashMap<String, String> = std::env::vars()
@@ -369,9 +369,9 @@ fn mpirun_mpmd_with_another_binary_stops_naming_the_rank() {
     let o = Command::new("timeout")
         .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe"])
         .args(["-np", "2"])
-        .args(support::program_words(BIN))
+        .args(programs::program_words(BIN))
         .args(["--dry-run", "-b", "1M", "-e", "1M", ":", "-np", "1"])
-        .args(support::program_words(bcast))
+        .args(programs::program_words(bcast))
         .args(["--dry-run", "-b", "2M", "-e", "2M"])
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
         .output()

@@ -6,15 +6,18 @@
 //! Cases that pass parsing end at the GPU stage: here, without a GPU, at the missing-driver
 //! error (exit 2). On a machine with a CUDA driver they use the stand-in driver of
 //! `tests/fakes/fake_cuda.c` reporting "no CUDA-capable device" instead, so no case ever runs a
-//! benchmark. The test prints a summary: cases, invocations, and how each ended.
+//! benchmark. The cases come in groups by subject (sizes, counts, GPUs and threads, datatypes,
+//! ops and roots, options not implemented and conflicts, output files, malformed options,
+//! arguments not UTF-8, lenient parsing, hostile environments), one test each; every test
+//! prints a summary with `-- --nocapture`: its cases, invocations, and how each ended.
 
-mod support;
+mod programs;
 
+use programs::{BINARIES, Outcome, command, fake_library, run, scratch};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::{BINARIES, Outcome, command, fake_library, run, scratch};
 
 const AR: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 const BROADCAST: &str = env!("CARGO_BIN_EXE_broadcast_perf");
@@ -83,14 +86,11 @@ fn with_env(name: &'static str, a: &[&str], env: &[(&'static str, &str)], expect
     }
 }
 
-fn cases(tmp: &std::path::Path) -> Vec<Case> {
+/// Sizes: empty, bad suffixes, overflow, negative, not numbers, endless sweeps.
+fn sizes(_tmp: &Path) -> Vec<Case> {
     use Expect::*;
     use On::*;
-    let f = |p: &str| tmp.join(p).to_string_lossy().into_owned();
-    let taken = f("taken.json");
-    std::fs::create_dir_all(tmp.join("dir.json")).unwrap();
     vec![
-        // Sizes: empty, bad suffixes, overflow, negative, not numbers, endless sweeps.
         case(
             "empty -b",
             &["-b", ""],
@@ -187,7 +187,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             AllReduce,
             Args("never reaches"),
         ),
-        // Counts: zero, negative, overflow, junk.
+    ]
+}
+
+/// Counts: zero, negative, overflow, junk.
+fn counts(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case(
             "zero iterations",
             &["-n", "0"],
@@ -254,7 +261,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             AllReduce,
             Args("-a (--average)"),
         ),
-        // GPUs and threads: zero, negative, absurd.
+    ]
+}
+
+/// GPUs and threads: zero, negative, absurd.
+fn gpus_and_threads(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case(
             "zero GPUs",
             &["-g", "0"],
@@ -297,7 +311,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             AllReduce,
             Gpu(None),
         ),
-        // Datatypes, ops, roots.
+    ]
+}
+
+/// Datatypes, ops, roots.
+fn datatypes_ops_and_roots(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case(
             "unknown type",
             &["-d", "bogus"],
@@ -353,7 +374,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             Broadcast,
             Args("invalid root 5 for -r (--root): the communicator has 1 rank"),
         ),
-        // Options this build does not implement, and conflicts.
+    ]
+}
+
+/// Options this build does not implement, and conflicts.
+fn unimplemented_options_and_conflicts(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case("graphs", &["-G", "2"], AllReduce, Gpu(None)),
         case(
             "device API without registration",
@@ -375,7 +403,17 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             AllReduce,
             Args("cannot capture the legacy NULL stream"),
         ),
-        // -J: unwritable, unsupported, empty, not UTF-8.
+    ]
+}
+
+/// -J: unwritable, unsupported, empty, not UTF-8.
+fn output_files(tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    let f = |p: &str| tmp.join(p).to_string_lossy().into_owned();
+    let taken = f("taken.json");
+    std::fs::create_dir_all(tmp.join("dir.json")).unwrap();
+    vec![
         case(
             "-J in a missing folder",
             &["-J", "/nonexistent/dir/x.json"],
@@ -426,7 +464,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             vec!["-J".into(), bytes(b"\xff.json")],
             Args("the value of -J (--output_file) is not valid UTF-8"),
         ),
-        // Unknown, ambiguous and malformed options.
+    ]
+}
+
+/// Unknown, ambiguous and malformed options.
+fn malformed_options(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case(
             "unknown long option",
             &["--bogus", "1"],
@@ -466,7 +511,13 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             Args("--dry-run"),
         ),
         case("value for help", &["--help=1"], AllReduce, Args("--help")),
-        // Not UTF-8.
+    ]
+}
+
+/// Not UTF-8.
+fn arguments_not_utf8(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    vec![
         raw(
             "type not UTF-8",
             vec!["-d".into(), bytes(b"\xff\xfe")],
@@ -493,7 +544,14 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             ],
             Gpu(Some("ignoring stray argument")),
         ),
-        // Lenient where real scripts depend on it: warn, then run.
+    ]
+}
+
+/// Lenient where real scripts depend on it: warn, then run.
+fn lenient_parsing(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    use On::*;
+    vec![
         case(
             "health checker -w 50--iters",
             &["-b", "8", "-e", "8", "-w", "50--iters", "100"],
@@ -518,7 +576,13 @@ fn cases(tmp: &std::path::Path) -> Vec<Case> {
             Every,
             Gpu(None),
         ),
-        // Hostile environments.
+    ]
+}
+
+/// Hostile environments.
+fn hostile_environments(_tmp: &Path) -> Vec<Case> {
+    use Expect::*;
+    vec![
         with_env(
             "bad bootstrap choice",
             &["--dry-run"],
@@ -600,9 +664,9 @@ enum GpuStage {
     NoDevice(PathBuf),
 }
 
-fn gpu_stage(tmp: &std::path::Path) -> Option<GpuStage> {
+fn gpu_stage(tmp: &Path) -> Option<GpuStage> {
     let probe = run(
-        command(AR, &support::args(&["-b", "8", "-e", "8"]), &[]),
+        command(AR, &programs::args(&["-b", "8", "-e", "8"]), &[]),
         DEADLINE,
     );
     // NCCL_PERF_TEST_FAKE_DRIVER=1 exercises the stand-in path on a machine without a driver.
@@ -688,12 +752,33 @@ fn check(c: &Case, bin: &str, o: &Outcome, stage: &GpuStage) -> &'static str {
     }
 }
 
-#[test]
-fn hostile_command_lines_end_cleanly() {
-    let tmp = scratch("hostile");
+/// A group of cases, made in a working folder of its own.
+type Group = fn(&Path) -> Vec<Case>;
+
+/// Every group of cases, in the order of the table.
+const GROUPS: &[(&str, Group)] = &[
+    ("sizes", sizes),
+    ("counts", counts),
+    ("gpus and threads", gpus_and_threads),
+    ("datatypes ops and roots", datatypes_ops_and_roots),
+    (
+        "unimplemented options and conflicts",
+        unimplemented_options_and_conflicts,
+    ),
+    ("output files", output_files),
+    ("malformed options", malformed_options),
+    ("arguments not utf8", arguments_not_utf8),
+    ("lenient parsing", lenient_parsing),
+    ("hostile environments", hostile_environments),
+];
+
+/// Runs the cases of one group on the binaries each names, checks every ending and prints the
+/// group's tally; `after` checks what the runs left in the group's working folder.
+fn suite(group: &str, cases: Group, after: fn(&Path)) {
+    let tmp = scratch(&format!("hostile-{}", group.replace(' ', "-")));
     std::fs::write(tmp.join("taken.json"), "keep").unwrap();
     let all = cases(&tmp);
-    assert!(all.len() >= 40, "only {} cases", all.len());
+    assert!(!all.is_empty(), "no cases in group {group}");
     let Some(stage) = gpu_stage(&tmp) else {
         return;
     };
@@ -725,16 +810,11 @@ fn hostile_command_lines_end_cleanly() {
             slowest = slowest.max(o.elapsed);
         }
     }
-    // The existing file was kept; the run wrote a numbered alternative instead.
-    assert_eq!(
-        std::fs::read_to_string(tmp.join("taken.json")).unwrap(),
-        "keep"
-    );
-    assert!(tmp.join("taken.json.0").exists());
+    after(&tmp);
     let clean: usize = tally.values().sum();
     println!(
-        "hostile CLI suite: {} cases, {invocations} invocations over {} binaries; {clean} ended \
-         in a clean error, 0 panics, 0 hangs, no table printed; slowest {slowest:?}",
+        "hostile CLI suite, {group}: {} cases, {invocations} invocations over {} binaries; \
+         {clean} ended in a clean error, 0 panics, 0 hangs, no table printed; slowest {slowest:?}",
         all.len(),
         BINARIES.len()
     );
@@ -743,4 +823,85 @@ fn hostile_command_lines_end_cleanly() {
     }
     assert_eq!(clean, invocations);
     std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+fn nothing_left(_: &Path) {}
+
+/// The table as a whole: no group lost its cases (81 when the table was split into groups).
+#[test]
+fn the_table_holds_every_case() {
+    let tmp = scratch("hostile-table");
+    let counts: Vec<(&str, usize)> = GROUPS.iter().map(|(g, f)| (*g, f(&tmp).len())).collect();
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    println!(
+        "hostile CLI table: {total} cases in {} groups: {counts:?}",
+        counts.len()
+    );
+    assert!(total >= 81, "only {total} cases: {counts:?}");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn sizes_end_cleanly() {
+    suite("sizes", sizes, nothing_left);
+}
+
+#[test]
+fn counts_end_cleanly() {
+    suite("counts", counts, nothing_left);
+}
+
+#[test]
+fn gpu_and_thread_counts_end_cleanly() {
+    suite("gpus and threads", gpus_and_threads, nothing_left);
+}
+
+#[test]
+fn datatypes_ops_and_roots_end_cleanly() {
+    suite(
+        "datatypes ops and roots",
+        datatypes_ops_and_roots,
+        nothing_left,
+    );
+}
+
+#[test]
+fn unimplemented_options_and_conflicts_end_cleanly() {
+    suite(
+        "unimplemented options and conflicts",
+        unimplemented_options_and_conflicts,
+        nothing_left,
+    );
+}
+
+#[test]
+fn output_files_end_cleanly() {
+    suite("output files", output_files, |tmp| {
+        // The existing file was kept; the run wrote a numbered alternative instead.
+        assert_eq!(
+            std::fs::read_to_string(tmp.join("taken.json")).unwrap(),
+            "keep"
+        );
+        assert!(tmp.join("taken.json.0").exists());
+    });
+}
+
+#[test]
+fn malformed_options_end_cleanly() {
+    suite("malformed options", malformed_options, nothing_left);
+}
+
+#[test]
+fn arguments_not_utf8_end_cleanly() {
+    suite("arguments not utf8", arguments_not_utf8, nothing_left);
+}
+
+#[test]
+fn lenient_parsing_warns_then_reaches_the_gpu_stage() {
+    suite("lenient parsing", lenient_parsing, nothing_left);
+}
+
+#[test]
+fn hostile_environments_end_cleanly() {
+    suite("hostile environments", hostile_environments, nothing_left);
 }

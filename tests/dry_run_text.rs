@@ -1,11 +1,11 @@
 //! `--dry-run`'s memory line names every term of its sum, and its last line does not call a
 //! launch consistent when the GPU count could not be checked (no NVIDIA driver visible).
 
-mod support;
+mod programs;
 
 #[test]
 fn memory_terms_are_labelled_and_unchecked_gpus_are_said() {
-    let out = support::program(env!("CARGO_BIN_EXE_all_reduce_perf"))
+    let out = programs::program(env!("CARGO_BIN_EXE_all_reduce_perf"))
         .args(["-b", "8", "-e", "1M", "-g", "8", "--dry-run"])
         .env("NCCL_PERF_BOOTSTRAP", "single")
         .output()

@@ -5,11 +5,11 @@
 //! clear message and its documented exit code, never a panic or backtrace (the children run
 //! with `RUST_BACKTRACE=1`), within a deadline.
 
-mod support;
+mod programs;
 
+use programs::{Outcome, args, command, fake_library, run, scratch};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::{Outcome, args, command, fake_library, run, scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 const DEADLINE: Duration = Duration::from_secs(30);

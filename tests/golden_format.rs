@@ -8,17 +8,17 @@
 //! each number is re-rendered from its printed value, which lies inside the interval of values
 //! printing that way (for `1e+06` too).
 
-mod common;
+mod reference_outputs;
 
 use std::path::Path;
 
-use common::Golden;
 use nccl_perf_report::format::fit;
 use nccl_perf_report::formats::{Format, Json};
 use nccl_perf_report::table::{
     device_line, footer, header, memory_clamp_lines, memory_report, row, table_header, version_line,
 };
 use nccl_perf_report::{RunInfo, Summary};
+use reference_outputs::Golden;
 
 /// Lines other modules print (CLI, bootstrap, error paths), recognised so that they are not
 /// mistaken for report lines we failed to compare.
@@ -72,7 +72,7 @@ fn check_e_tokens(g: &Golden, line: &str, tally: &mut Tally) {
         let decimals = mantissa.split_once('.').map_or(0, |(_, d)| d.len());
         let width = if decimals == 0 { 6 } else { 7 };
         let unit = 10f64.powi(exp.parse::<i32>().unwrap() - decimals as i32);
-        let other = common::number(token) + 0.4 * unit;
+        let other = reference_outputs::number(token) + 0.4 * unit;
         assert_eq!(
             fit(other, width).trim_start(),
             token,
@@ -116,7 +116,7 @@ fn parse_footer(g: &Golden, at: usize) -> (Summary, String, usize) {
     };
     let summary = Summary {
         oob_errors: count.parse().unwrap(),
-        avg_busbw: common::number(value),
+        avg_busbw: reference_outputs::number(value),
         min_bw_ok: match status {
             "" => None,
             "OK" => Some(true),
@@ -187,7 +187,7 @@ fn check_file(g: &Golden) -> Tally {
             i += 1;
         } else if line.starts_with("# Collective test starting: ") {
             let end = find(g, i, "# Using devices");
-            let run = common::run_info(line, next, &g.args());
+            let run = reference_outputs::run_info(line, next, &g.args());
             same(g, i, &l[i..=end], &header(&run), &mut tally);
             info = Some(run);
             i = end + 1;
@@ -196,7 +196,7 @@ fn check_file(g: &Golden) -> Tally {
                 g,
                 i,
                 &l[i..=i],
-                &device_line(&common::device(line)),
+                &device_line(&reference_outputs::device(line)),
                 &mut tally,
             );
             i += 1;
@@ -210,9 +210,9 @@ fn check_file(g: &Golden) -> Tally {
                 .expect("table header before the parameter line");
             same(g, i, &l[i..i + 4], &table_header(run), &mut tally);
             i += 4;
-        } else if common::is_row(line) {
+        } else if reference_outputs::is_row(line) {
             let run = info.as_ref().expect("row before the parameter line");
-            let r = common::row(line, run);
+            let r = reference_outputs::row(line, run);
             let tokens =
                 13 + 8 * usize::from(run.per_iter) + 2 * usize::from(run.report_timestamps)
                     - usize::from(r.op.is_empty());
@@ -253,7 +253,7 @@ fn check_file(g: &Golden) -> Tally {
 
 #[test]
 fn every_reference_output_renders_identically() {
-    let goldens = common::load_all();
+    let goldens = reference_outputs::load_all();
     let mut total = Tally::default();
     let mut report = String::new();
     for g in &goldens {

@@ -3,7 +3,7 @@
 //! (`ar_json.json`, re-serialised by Python for storage, so compared as parsed documents): same
 //! keys in the same order at every level, same values, numbers within 1e-6 relative.
 
-mod common;
+mod reference_outputs;
 
 use nccl_perf_report::json::{JsonReport, filtered_env};
 use nccl_perf_report::{RowResult, Summary};
@@ -46,7 +46,7 @@ fn compare(path: &str, ours: &Value, want: &Value) {
 
 /// The upstream JSON file.
 fn golden_json() -> Value {
-    let path = common::reference_dir().join("ar_json.json");
+    let path = reference_outputs::reference_dir().join("ar_json.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -81,18 +81,18 @@ fn serde_json_keeps_key_order_in_tests() {
 
 #[test]
 fn ar_json_matches_upstream_document() {
-    let g = common::load("ar_json.out");
+    let g = reference_outputs::load("ar_json.out");
     let want = golden_json();
     let lines = &g.lines;
     let start = lines
         .iter()
         .position(|l| l.starts_with("# Collective test starting: "))
         .expect("starting line");
-    let info = common::run_info(&lines[start], &lines[start + 1], &g.args());
+    let info = reference_outputs::run_info(&lines[start], &lines[start + 1], &g.args());
     let devices: Vec<_> = lines
         .iter()
         .filter(|l| l.starts_with("#  Rank "))
-        .map(|l| common::device(l))
+        .map(|l| reference_outputs::device(l))
         .collect();
     let code: i32 = lines[start - 1]
         .rsplit_once("nccl-library=")
@@ -110,7 +110,10 @@ fn ar_json_matches_upstream_document() {
         g.args(),
         filtered_env(env),
     );
-    let rows: Vec<&String> = lines.iter().filter(|l| common::is_row(l)).collect();
+    let rows: Vec<&String> = lines
+        .iter()
+        .filter(|l| reference_outputs::is_row(l))
+        .collect();
     let results = want["results"].as_array().unwrap();
     assert_eq!(
         rows.len(),
@@ -118,7 +121,7 @@ fn ar_json_matches_upstream_document() {
         "rows in the table and in the JSON file"
     );
     for (line, result) in rows.iter().zip(results) {
-        let mut r = common::row(line, &info);
+        let mut r = reference_outputs::row(line, &info);
         take_measurements(&mut r, result);
         report.add_row(&r);
     }

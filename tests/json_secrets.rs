@@ -3,10 +3,10 @@
 //! whatever it writes (here it stops at the GPU stage, after creating the file) must be valid
 //! JSON that records the run's NCCL settings and none of the planted values.
 
-mod support;
+mod programs;
 
+use programs::{args, command, fake_library, run, scratch};
 use std::time::Duration;
-use support::{args, command, fake_library, run, scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 

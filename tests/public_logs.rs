@@ -4,7 +4,7 @@
 //! lines inside the table, excerpts that start at the table header, and broken runs made
 //! from them (wrong data, FAILED footer, error lines, a cut log, fewer rows, other ranks).
 
-mod support;
+mod programs;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -22,7 +22,7 @@ fn read(name: &str) -> String {
 }
 
 fn tool(args: &[&str]) -> Output {
-    let out = support::program(env!("CARGO_BIN_EXE_nccl-perf"))
+    let out = programs::program(env!("CARGO_BIN_EXE_nccl-perf"))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));

@@ -7,7 +7,7 @@
 //! well-formed `-J` JSON file; a stop signal must close the JSON file too. A process that is
 //! stopped (SIGSTOP) rather than killed is named too, by its missing heartbeats.
 
-mod support;
+mod programs;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ impl Proc {
 
 fn spawn(dir: &Path, rank: usize, env: &[(&str, String)], args: &[&str]) -> Proc {
     let err = dir.join(format!("err{rank}"));
-    let mut c = support::program(BIN);
+    let mut c = programs::program(BIN);
     c.args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -129,7 +129,7 @@ fn fault_one(
     code: i32,
     expect: impl Fn(usize, usize) -> Vec<String>,
 ) {
-    let dir = support::scratch(&format!("rank-fault-{size}-{victim}{sig}"));
+    let dir = programs::scratch(&format!("rank-fault-{size}-{victim}{sig}"));
     let port = free_port();
     let mut procs: Vec<Proc> = (0..size)
         .map(|r| {
@@ -223,7 +223,7 @@ fn signal(pid: u32, sig: &str) {
 
 #[test]
 fn a_stop_signal_closes_the_json_file() {
-    let dir = support::scratch("rank-signal");
+    let dir = programs::scratch("rank-signal");
     for (sig, code, name) in [("-TERM", 143, "SIGTERM"), ("-INT", 130, "SIGINT")] {
         let json = format!("{name}.json");
         let mut p = spawn(&dir, 0, &[], &["-b", "8", "-e", "8", "-J", &json]);
@@ -254,7 +254,7 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
         eprintln!("skipped: mpirun is not installed");
         return;
     }
-    let dir = support::scratch("rank-kill-mpi");
+    let dir = programs::scratch("rank-kill-mpi");
     let err = dir.join("err");
     let mut c = Command::new("mpirun");
     c.args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
@@ -264,7 +264,7 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
             "-x",
             "RUST_BACKTRACE=1",
         ])
-        .args(support::program_words(BIN))
+        .args(programs::program_words(BIN))
         .args(["-b", "8", "-e", "8", "-J", "r.json"])
         .env_remove("NCCL_PERF_BOOTSTRAP")
         .current_dir(&dir)

@@ -11,7 +11,7 @@
 //! The mpirun recipes need the MPI build (`cargo test --features mpi --test recipes`, as CI
 //! runs it) and Open MPI's `mpirun`; the srun recipe and the checks run in every build.
 
-mod support;
+mod programs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -49,7 +49,7 @@ struct Nodes {
 
 impl Nodes {
     fn new(name: &str) -> Nodes {
-        let dir = support::scratch(&format!("recipe-{name}"));
+        let dir = programs::scratch(&format!("recipe-{name}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("home")).expect("mkdir");
         Nodes { dir }
@@ -67,7 +67,7 @@ impl Nodes {
              NCCL_HOSTID=node$((rank / {slots}))\n\
              export NCCL_HOSTID\n\
              exec {} --dry-run \"$@\"\n",
-            quoted(&support::program_words(bin))
+            quoted(&programs::program_words(bin))
         );
         std::fs::write(&at, script).expect("write");
         use std::os::unix::fs::PermissionsExt;
@@ -318,19 +318,19 @@ fn verdict(seed: &str, args: &str, input: &[u8]) -> bool {
 /// which prints with the same formatter as the benchmarks.
 fn ours(log: &Path) -> Vec<u8> {
     let tool = env!("CARGO_BIN_EXE_nccl-perf");
-    let json = support::scratch(&format!(
+    let json = programs::scratch(&format!(
         "recipe-{}",
         log.file_name().expect("name").to_string_lossy()
     ))
     .join("results.json");
-    let o = support::program(tool)
+    let o = programs::program(tool)
         .arg("parse")
         .arg(log)
         .output()
         .expect("parse");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     std::fs::write(&json, &o.stdout).expect("write");
-    let o = support::program(tool)
+    let o = programs::program(tool)
         .arg("report")
         .arg(&json)
         .output()
@@ -376,18 +376,18 @@ fn the_seeds_output_checks_give_our_output_the_verdict_of_nccl_tests() {
         "Out of bounds values : 3 FAILED",
     );
     assert_ne!(broken, log);
-    let path = support::scratch("recipe-gke-broken").join("broken.log");
+    let path = programs::scratch("recipe-gke-broken").join("broken.log");
     std::fs::write(&path, &broken).expect("write");
     assert!(!verdict("gke", "", broken.as_bytes()));
     let tool = env!("CARGO_BIN_EXE_nccl-perf");
-    let parsed = support::program(tool)
+    let parsed = programs::program(tool)
         .arg("parse")
         .arg(&path)
         .output()
         .expect("parse");
     let json = path.with_extension("json");
     std::fs::write(&json, &parsed.stdout).expect("write");
-    let report = support::program(tool)
+    let report = programs::program(tool)
         .arg("report")
         .arg(&json)
         .output()

@@ -7,7 +7,7 @@
 //! binary, a rank that dies early, a second rank 0, and launcher environments that would make
 //! a lone rank 0.
 
-mod support;
+mod programs;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -21,7 +21,7 @@ const BCAST: &str = env!("CARGO_BIN_EXE_broadcast_perf");
 /// connections an order of magnitude slower — rank 0 then needs more than 6 s to see 1000 idle
 /// connections through (each holds a slot for 5 s).
 fn timeout() -> u64 {
-    if support::runner().is_empty() { 6 } else { 20 }
+    if programs::runner().is_empty() { 6 } else { 20 }
 }
 
 /// The longest any job here may take: its timeout plus 2 s.
@@ -43,7 +43,7 @@ fn rank(
     extra: &[(&str, &str)],
     args: &[&str],
 ) -> Child {
-    let mut c = support::program(bin);
+    let mut c = programs::program(bin);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
@@ -505,7 +505,7 @@ fn a_second_rank_0_is_told_why() {
 
 /// The binary with a clean environment plus `vars`, run to completion.
 fn env_run(vars: &[(&str, &str)]) -> Output {
-    let mut c = support::program(BIN);
+    let mut c = programs::program(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CUDA_VISIBLE_DEVICES", "0")
@@ -825,7 +825,7 @@ fn a_rank_that_arrives_after_a_wrong_launch_is_told_why_at_once() {
         "{err}"
     );
     // At once: well inside rank 0's 3 s of lingering (an emulated process starts slower).
-    let at_once = if support::runner().is_empty() { 2 } else { 10 };
+    let at_once = if programs::runner().is_empty() { 2 } else { 10 };
     assert!(
         late_start.elapsed() < Duration::from_secs(at_once),
         "{:?}",

@@ -3,8 +3,8 @@
 //! matches its log token for token, and the binary's subcommands keep their exit codes and
 //! write real images.
 
-mod common;
-mod support;
+mod programs;
+mod reference_outputs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,7 +15,7 @@ use nccl_perf_report::parse::{ParseOptions, parse_log};
 use nccl_perf_report::run::Run;
 
 fn reference(name: &str) -> PathBuf {
-    common::reference_dir().join(name)
+    reference_outputs::reference_dir().join(name)
 }
 
 fn read(path: &Path) -> String {
@@ -24,7 +24,7 @@ fn read(path: &Path) -> String {
 
 /// Runs the tool; stdout, stderr and exit code.
 fn tool(args: &[&str]) -> Output {
-    let out = support::program(env!("CARGO_BIN_EXE_nccl-perf"))
+    let out = programs::program(env!("CARGO_BIN_EXE_nccl-perf"))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
@@ -55,7 +55,7 @@ fn outside_any_test(line: &str) -> bool {
 
 #[test]
 fn every_reference_file_round_trips_through_json() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(common::reference_dir())
+    let mut files: Vec<PathBuf> = std::fs::read_dir(reference_outputs::reference_dir())
         .unwrap_or_else(|e| panic!("{e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
@@ -510,7 +510,7 @@ fn compare_with_nccl_tests_script_runs_both_and_compares() {
         "ar_sweep.out",
     );
     fake(&dir.join("ours/all_reduce_perf"), "ar_sweep_run2.out");
-    support::program_link(
+    programs::program_link(
         Path::new(env!("CARGO_BIN_EXE_nccl-perf")),
         &dir.join("ours/nccl-perf"),
     );

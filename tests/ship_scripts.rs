@@ -1,0 +1,115 @@
+//! Every shell script of the repository through `bash -n` and shellcheck (skipped with a
+//! message where shellcheck is not installed), the programs they name installed, and the
+//! sbatch scripts asking Slurm for what their launch needs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+mod shipped;
+use shipped::*;
+
+// ---------------------------------------------------------------------------------------------
+// Shell scripts
+
+/// Every shell script in the repository: (path, written for this issue and held to shellcheck's
+/// every level rather than warnings and errors).
+fn scripts() -> Vec<(PathBuf, bool)> {
+    let mut out = vec![(root().join(".ci/run"), false)];
+    for e in std::fs::read_dir(root().join("ci")).expect("ci") {
+        let p = e.expect("entry").path();
+        if p.extension().is_some_and(|x| x == "sh") {
+            let strict = [
+                "install-layout.sh",
+                "check-install.sh",
+                "cross.sh",
+                "arm64.sh",
+                "slurm.sh",
+            ]
+            .iter()
+            .any(|n| p.ends_with(n));
+            out.push((p, strict));
+        }
+    }
+    out.push((root().join("docker/sshd.sh"), true));
+    // The seeds' recipe tests (tests/recipes.rs): the launcher stand-ins and the output checks.
+    out.push((root().join("tests/recipes/launch.sh"), true));
+    out.push((root().join("tests/recipes/checks.sh"), true));
+    for dir in ["slurm", "mpirun", "kubernetes"] {
+        for e in std::fs::read_dir(root().join("examples").join(dir)).expect("examples") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "sh" || x == "sbatch") {
+                out.push((p, true));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn scripts_pass_bash_n_and_name_installed_programs() {
+    let all = scripts();
+    assert!(all.len() >= 6, "{all:?}");
+    for (p, strict) in &all {
+        ok(Command::new("bash").arg("-n").arg(p));
+        let text = std::fs::read_to_string(p).expect("read");
+        assert!(text.starts_with("#!"), "{}: no #! line", p.display());
+        if *strict && p.starts_with(root().join("examples")) {
+            assert!(is_executable(p), "{} is not executable", p.display());
+            // The default folder and benchmark are the layout's.
+            assert!(
+                text.contains("NCCL_TESTS_BUILD=\"${NCCL_TESTS_BUILD:-/opt/nccl-tests/build}\"")
+            );
+            assert!(text.contains("BENCH=\"${BENCH:-all_reduce_perf}\""));
+            assert!(!text.contains("NCCL_NVLS_ENABLE"));
+        }
+    }
+    assert_paths_installed(
+        "the examples' default",
+        "/opt/nccl-tests/build/all_reduce_perf",
+    );
+}
+
+#[test]
+fn scripts_pass_shellcheck() {
+    if Command::new("shellcheck")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        // .ci/run installs it; elsewhere it may be missing.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not installed: under CI it must be (.ci/run installs it)"
+        );
+        eprintln!("skipped: shellcheck is not installed (apt-get install shellcheck)");
+        return;
+    }
+    for (p, strict) in scripts() {
+        let mut c = Command::new("shellcheck");
+        if !strict {
+            c.arg("--severity=warning");
+        }
+        ok(c.arg(&p));
+    }
+}
+
+#[test]
+fn sbatch_scripts_ask_slurm_for_what_their_launch_needs() {
+    let mpi =
+        std::fs::read_to_string(root().join("examples/slurm/all_reduce_mpi.sbatch")).expect("read");
+    assert!(mpi.contains("srun --mpi=pmix"));
+    let env =
+        std::fs::read_to_string(root().join("examples/slurm/all_reduce_env.sbatch")).expect("read");
+    assert!(env.contains("SRUN=(srun --cpu-bind=none)") && !env.contains("srun --mpi"));
+    for text in [&mpi, &env] {
+        for key in ["--nodes=", "--ntasks-per-node=", "--gpus-per-node="] {
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(&format!("#SBATCH {key}"))),
+                "#SBATCH {key}"
+            );
+        }
+        assert!(text.contains("--dry-run"));
+    }
+}
