@@ -6,7 +6,7 @@ mod locate_runs;
 
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::topology::Topology;
-use nccl_perf_locate::{EXIT_SUSPECTS, output, run};
+use nccl_perf_locate::{EXIT_SUSPECTS, output, run_schedule};
 use nccl_perf_report::health;
 use nccl_perf_report::parse::{ParseOptions, parse_log};
 use nccl_perf_report::split::{self, SplitGroup};
@@ -51,7 +51,7 @@ fn large_rounds_print_a_summary_and_the_groups_that_are_not_ok() {
     let mut model =
         ModelCluster::new(topo.clone(), 1).with_fault(Fault::HangingLink { a: 0, b: 39 });
     let mut lines = Vec::new();
-    run(&mut model, &topo, &config(Kind::Full), &mut |rec, t| {
+    run_schedule(&mut model, &topo, &config(Kind::Full), &mut |rec, t| {
         lines.push(output::round_lines(rec, t, 8))
     })
     .expect("run");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
-use nccl_perf_locate::{Config, Report, run};
+use nccl_perf_locate::{Config, Report, run_schedule};
 use oracle::locate_model::{Fault, ModelCluster};
 
 /// GPUs per node in every simulation.
@@ -181,7 +181,7 @@ fn simulate(kind: Kind, case: Case, n: usize, seed: u64) -> Sim {
         deadline: Duration::from_secs(60),
         ..Config::default()
     };
-    let report = run(&mut model, &topo, &config, &mut |_, _| {}).expect("valid config");
+    let report = run_schedule(&mut model, &topo, &config, &mut |_, _| {}).expect("valid config");
     let named = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
     Sim { report, named }
 }
@@ -320,7 +320,7 @@ fn healthy_clusters_name_nobody_under_noise() {
                         seed,
                         ..Config::default()
                     };
-                    let report = run(&mut model, &topo, &config, &mut |_, _| {}).unwrap();
+                    let report = run_schedule(&mut model, &topo, &config, &mut |_, _| {}).unwrap();
                     assert!(
                         report.verdicts.is_empty(),
                         "{} on {n} nodes, noise {noise}, seed {seed}: {:?}",

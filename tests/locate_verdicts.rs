@@ -9,7 +9,7 @@ use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::stats::Thresholds;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
-use nccl_perf_locate::{Config, run};
+use nccl_perf_locate::{Config, run_schedule};
 use oracle::locate_model::{Fault, ModelCluster};
 
 use locate_runs::*;
@@ -90,7 +90,7 @@ fn invalid_thresholds_are_refused_before_any_round() {
         ..Config::default()
     };
     let mut model = ModelCluster::new(topo.clone(), 1);
-    assert!(run(&mut model, &topo, &config, &mut |_, _| {}).is_err());
+    assert!(run_schedule(&mut model, &topo, &config, &mut |_, _| {}).is_err());
 }
 
 #[test]

@@ -10,7 +10,7 @@ use nccl_perf_locate::seam::RoundRunner;
 use nccl_perf_locate::stats::Thresholds;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
-use nccl_perf_locate::{Config, Report, output, run};
+use nccl_perf_locate::{Config, Report, output, run_schedule};
 use oracle::locate_model::ModelCluster;
 
 /// Runs `kind` on `model`, collecting every stdout line locate would print.
@@ -20,7 +20,7 @@ pub fn locate(
     config: &Config,
 ) -> (Report, Vec<String>) {
     let mut lines = vec![output::header()];
-    let report = run(model, topo, config, &mut |rec, t| {
+    let report = run_schedule(model, topo, config, &mut |rec, t| {
         lines.extend(output::group_lines(rec, t))
     })
     .expect("valid config");

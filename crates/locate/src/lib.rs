@@ -99,11 +99,6 @@ impl Report {
     }
 }
 
-/// The former name of [`run_schedule`], kept while the integration tests (`tests/locate.rs`,
-/// `tests/locate_sim.rs`) still import it; new code calls `run_schedule`.
-#[doc(hidden)]
-pub use self::run_schedule as run;
-
 /// Runs `config.schedule` on `topo` through `runner` to its verdicts, calling `on_round` after
 /// each round (to print its lines as they come). Fails only on invalid thresholds; a runner
 /// that stops ends the run early with verdicts on the rounds completed.
