@@ -1,12 +1,14 @@
-// nccl-perf verifiable generator and checker kernels (spec §4.3, §4.4).
+// nccl-perf verifiable generator and checker kernels: each element of a rank's buffers is a pure
+// function of the seed, the rank and its index (so any rank can compute what it must receive),
+// and the checker counts the elements that differ from that beyond a tolerance.
 //
 // Compiled at run time by NVRTC, so this file is header-free: no #include at all.
-// Every function here has a bit-identical host twin in src/verify/generator/ (Rust); keep the
-// two in step. Conversions to narrow float types are done in software (round to nearest even,
-// fp8 saturating), and float arithmetic uses the explicit _rn intrinsics so that no FMA
-// contraction or fast-math flag can change a result.
+// Every function here has a bit-identical host twin in oracle/src/generator/ (Rust, the test
+// oracle); keep the two in step. Conversions to narrow float types are done in software
+// (round to nearest even, fp8 saturating), and float arithmetic uses the explicit _rn
+// intrinsics so that no FMA contraction or fast-math flag can change a result.
 //
-// Kernel interface (see src/verify/mod.rs):
+// Kernel interface (see crates/bench/src/verify/mod.rs):
 //   np_input_<type>(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed)
 //   np_expected_<type>(void* buf, u64 count, u64 ix0, int op, int rn, u64 seed)
 //   np_mismatch_<bits>(const void* got, const void* want, u64 count, u64 tol, u64* nwrong)
@@ -27,7 +29,7 @@ typedef long long i64;
 enum { NP_NIL = -1, NP_SUM = 0, NP_PROD = 1, NP_MAX = 2, NP_MIN = 3, NP_AVG = 4, NP_MULSUM = 5 };
 
 // ---------------------------------------------------------------------------------------------
-// Mixing primitives (spec §4.3.1)
+// Mixing primitives: the 64-bit hash of an element's coordinates
 
 NP_DEV u64 np_mix(u64 x) {
   u32 hi = (u32)(x >> 32) + 1u;
@@ -103,7 +105,7 @@ NP_DEV u64 np_sum_xy(bool wide, u32 rn, u32 rme, u64* rng, u64 ymax, u64* y, boo
 }
 
 // ---------------------------------------------------------------------------------------------
-// Float layouts (spec §4.3.2): fields, exact decoding, round-to-nearest-even encoding.
+// Float layouts: fields, exact decoding, round-to-nearest-even encoding.
 
 struct NpLay {
   u32 e;       // exponent bits
@@ -203,7 +205,7 @@ NP_DEV u64 np_from_double(NpLay l, double x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Element generators (spec §4.3.2)
+// Element generators
 
 NP_DEV u64 np_low_mask(u32 w) { return ~0ull >> (64u - w); }
 

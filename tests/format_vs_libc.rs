@@ -38,7 +38,8 @@ fn c_printf(format: &CStr, width: c_int, precision: c_int, value: f64) -> String
         .into_owned()
 }
 
-/// The fit-to-width rule of spec §3.5, on the C library's printf.
+/// nccl-tests' fit-to-width rule (a number printed with 2 decimals, else 1, else 0, whichever
+/// first fits the column, else in exponent form cut to the column), on the C library's printf.
 fn c_fit(value: f64, width: usize) -> String {
     let w = width as c_int;
     for precision in [2, 1, 0] {
