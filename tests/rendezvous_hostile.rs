@@ -165,20 +165,36 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
 
 /// A well-formed hello for `rank` of `size` from `host`, signed with a key we do not have.
 fn forged_hello(rank: u64, size: u64, host: &str) -> Vec<u8> {
+    let mut b = hello_body(
+        rank,
+        size,
+        rank as i64,
+        host,
+        &[b"all_reduce_perf".to_vec()],
+    );
+    b.extend_from_slice(&[0u8; 32]); // a MAC we cannot compute
+    frame(1, &b)
+}
+
+/// A hello's body for `rank` of `size` (local rank `local`) from `host`, running `items`, with
+/// our nonce at the end; the MAC is the caller's.
+fn hello_body(rank: u64, size: u64, local: i64, host: &str, items: &[Vec<u8>]) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&0x4e43_5032u32.to_le_bytes());
     b.extend_from_slice(&rank.to_le_bytes());
     b.extend_from_slice(&size.to_le_bytes());
-    b.extend_from_slice(&(rank as i64).to_le_bytes());
+    b.extend_from_slice(&local.to_le_bytes());
     b.extend_from_slice(&0i64.to_le_bytes());
     b.extend_from_slice(&42u64.to_le_bytes());
     b.extend_from_slice(&4242u32.to_le_bytes());
     put_str(&mut b, host);
-    b.extend_from_slice(&1u32.to_le_bytes());
-    put_str(&mut b, "all_reduce_perf");
+    b.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for i in items {
+        b.extend_from_slice(&(i.len() as u32).to_le_bytes());
+        b.extend_from_slice(i);
+    }
     b.extend_from_slice(&[7u8; 32]); // our nonce
-    b.extend_from_slice(&[0u8; 32]); // a MAC we cannot compute
-    frame(1, &b)
+    b
 }
 
 /// Connects, reads rank 0's challenge, sends `bytes`; returns what rank 0 answered (until it
@@ -625,21 +641,7 @@ fn real_run_items(size: usize) -> Vec<Vec<u8>> {
 /// A hello for `rank` of `size` that fits the real run, signed with the public key over
 /// `challenge`.
 fn signed_hello(rank: u64, size: u64, items: &[Vec<u8>], challenge: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0x4e43_5032u32.to_le_bytes());
-    b.extend_from_slice(&rank.to_le_bytes());
-    b.extend_from_slice(&size.to_le_bytes());
-    b.extend_from_slice(&(-1i64).to_le_bytes());
-    b.extend_from_slice(&0i64.to_le_bytes());
-    b.extend_from_slice(&42u64.to_le_bytes());
-    b.extend_from_slice(&4242u32.to_le_bytes());
-    put_str(&mut b, "forger");
-    b.extend_from_slice(&(items.len() as u32).to_le_bytes());
-    for i in items {
-        b.extend_from_slice(&(i.len() as u32).to_le_bytes());
-        b.extend_from_slice(i);
-    }
-    b.extend_from_slice(&[7u8; 32]);
+    let mut b = hello_body(rank, size, -1, "forger", items);
     let mac = sign(&public_key(), &[b"hello", challenge, &b]);
     b.extend_from_slice(&mac);
     frame(1, &b)
