@@ -1,0 +1,115 @@
+//! What a run shows to explain: the job's shape, its rows, and for each row what NCCL reported
+//! through its plugin interfaces (absent when the run came from a log, or NCCL could not say).
+
+use serde::Serialize;
+
+/// One benchmark run (one collective, one datatype and op), as explain sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Run {
+    /// Collective name as in the program name without `_perf`: `all_reduce`, `all_gather`,
+    /// `reduce_scatter`, `broadcast`, `reduce`, `alltoall`, `scatter`, `gather`, `sendrecv`,
+    /// `hypercube`, `alltoallv`.
+    pub collective: String,
+    /// Ranks in the job (all processes × threads × GPUs).
+    pub nranks: u32,
+    /// Nodes (distinct hosts) in the job; 0 when unknown.
+    pub nnodes: u32,
+    /// The most ranks on one node; 0 when unknown.
+    pub ranks_per_node: u32,
+    /// `ncclGetVersion` code (e.g. 22803), 0 when unknown.
+    pub nccl_version: i32,
+    /// GPU model names as the device lines show them (e.g. `NVIDIA H200`), one per rank where
+    /// known.
+    pub gpu_names: Vec<String>,
+    /// The table's rows, in order.
+    pub rows: Vec<Row>,
+    /// Whether NCCL's view could be captured, and if not, why.
+    pub capture: Capture,
+}
+
+/// One row of the table, one half of it: out-of-place or in-place.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Row {
+    /// Message size in bytes (the table's `size` column).
+    pub bytes: u64,
+    /// The in-place half (else out-of-place).
+    pub in_place: bool,
+    /// Measured time, µs (the table's `time` column).
+    pub time_us: f64,
+    /// Measured algorithm bandwidth, GB/s.
+    pub algbw: f64,
+    /// Measured bus bandwidth, GB/s.
+    pub busbw: f64,
+    /// What NCCL reported for one untimed call of this size and half (`None`: not captured).
+    pub seen: Option<Seen>,
+}
+
+/// What NCCL reported for one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Seen {
+    /// Algorithm as NCCL names it (`Ring`, `Tree`, `NVLS`, `CollnetDirect`, `PAT`, …); `None`
+    /// for point-to-point operations (sendrecv, alltoall, scatter, gather: NCCL has no
+    /// algorithm choice there) or when no collective event arrived.
+    pub algo: Option<String>,
+    /// Protocol (`Simple`, `LL`, `LL128`).
+    pub proto: Option<String>,
+    /// Channels (thread blocks) NCCL used.
+    pub channels: Option<u32>,
+    /// The transport path the data took.
+    pub path: Path,
+    /// NCCL's cost model for this call, from the tuner interface.
+    pub model: Option<Model>,
+}
+
+/// The transport path of one call, from NCCL's profiler events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub enum Path {
+    /// Not known (no events).
+    #[default]
+    Unknown,
+    /// No proxy (network) operation: inside the node (NVLink/PCIe P2P or shared memory; the
+    /// profiler does not say which), or a single rank.
+    IntraNode,
+    /// Through the network: proxy operations were seen.
+    Network(Net),
+}
+
+/// Which network, as far as NCCL's events tell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Net {
+    /// NCCL's InfiniBand/RoCE transport reported events.
+    Ib,
+    /// NCCL's socket transport reported events (plain TCP sockets).
+    Socket,
+    /// Proxy operations without events from NCCL's own transports: an external net plugin
+    /// (its name when known: `NCCL_NET_PLUGIN`, `NCCL_NET`).
+    Plugin(Option<String>),
+}
+
+/// NCCL's predicted cost of one call, per algorithm and protocol, in µs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Model {
+    /// `(algorithm, protocol, predicted µs)` for every pair NCCL considered possible.
+    pub costs: Vec<(String, String, f64)>,
+}
+
+/// Whether NCCL's view could be captured in this run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub enum Capture {
+    /// Not attempted: the run came from a log or a JSON file.
+    #[default]
+    FromLog,
+    /// Captured: the profiler and/or the tuner interface were ours. `notes` say what is
+    /// limited (e.g. "a tuner plugin is configured (…): NCCL's model not shown").
+    Live {
+        /// Our profiler plugin was loaded by NCCL.
+        profiler: bool,
+        /// Our tuner plugin was loaded by NCCL.
+        tuner: bool,
+        /// One line each: what could not be captured and why.
+        notes: Vec<String>,
+    },
+    /// Not possible at all, with the reason (e.g. "NCCL 2.21.5 has no profiler interface
+    /// (needs 2.26 or later)").
+    Unavailable(String),
+}
