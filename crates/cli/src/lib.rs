@@ -51,6 +51,8 @@ pub struct RawArgs {
     pub help: bool,
     /// `--dry-run` was given (ours; long form only, not in the upstream usage text).
     pub dry_run: bool,
+    /// `--explain` was given (ours; long form only).
+    pub explain: bool,
     /// (long name, raw value) of every option given, last occurrence only.
     pub values: Vec<(&'static str, OsString)>,
     /// Stray words that are not options (nccl-tests ignores them).
@@ -149,6 +151,7 @@ where
     let mut raw = RawArgs {
         help: matches.get_flag("help"),
         dry_run: matches.get_flag("dry-run"),
+        explain: matches.get_flag("explain"),
         ..RawArgs::default()
     };
     for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {

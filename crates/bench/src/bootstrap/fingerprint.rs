@@ -57,6 +57,7 @@ impl Fingerprint {
             device_cta_count: _,
             dry_run: _,
             locate: _,
+            explain: _,
         } = o;
         let roots = match o.roots {
             Roots::All => "all".to_string(),
@@ -104,7 +105,16 @@ impl Fingerprint {
             format!("-V {}", opt(o.device_cta_count)),
             format!("--dry-run {}", u8::from(o.dry_run)),
         ];
-        Fingerprint(items.into_iter().chain(locate(o)).collect())
+        // --explain adds one untimed call per size and half on every rank; its table
+        // (--explain-sku) and gate are world rank 0's alone.
+        let explain = format!("--explain {}", if o.explain.is_some() { "on" } else { "off" });
+        Fingerprint(
+            items
+                .into_iter()
+                .chain(locate(o))
+                .chain(std::iter::once(explain))
+                .collect(),
+        )
     }
 
     /// A peer's fingerprint made safe to keep and print: at most [`MAX_ITEMS`] items, each

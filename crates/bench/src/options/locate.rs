@@ -55,7 +55,7 @@ impl LocateOptions {
 
 /// A decimal number option (`--locate-deadline 2.5`); `None` when neither given nor set by
 /// default.
-fn number(r: &mut Reader, long: &str) -> Result<Option<f64>, OptionsError> {
+pub(super) fn number(r: &mut Reader, long: &str) -> Result<Option<f64>, OptionsError> {
     let Some(s) = r.text(long)? else {
         return Ok(None);
     };

@@ -2,9 +2,11 @@
 //! reads them (strtol-style integers, K/M/G sizes), with strict errors where leniency would run the
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
+mod explain;
 mod locate;
 mod modes;
 
+pub use explain::ExplainOptions;
 pub use locate::{DEFAULT_SIZE_CAP, LocateOptions};
 pub use modes::{Average, Blocking, Graph};
 
@@ -94,6 +96,8 @@ pub struct Options {
     pub dry_run: bool,
     /// `--locate` and its options: name the slow node, GPU, rail or link after the table.
     pub locate: Option<LocateOptions>,
+    /// `--explain` and its options: what NCCL did and should reach, after the table.
+    pub explain: Option<ExplainOptions>,
 }
 
 impl Default for Options {
@@ -334,6 +338,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         }
     });
     let locate = locate::read(&mut r, nthreads, ngpus, max_bytes)?;
+    let explain = explain::read(&mut r)?;
     let mut o = Options {
         nthreads,
         ngpus,
@@ -369,6 +374,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         device_cta_count,
         dry_run: raw.dry_run,
         locate,
+        explain,
     };
     check_gpus_per_process(&o)?;
     check_sizes(&o)?;

@@ -150,6 +150,7 @@ pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
         device_cta_count: _,
         dry_run: _,
         locate: _,
+        explain: _,
     } = o;
     RunInfo {
         program: program.to_string(),

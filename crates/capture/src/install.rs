@@ -1,0 +1,282 @@
+//! Pointing NCCL at the built-in plugins, unless a plugin of that kind is already configured.
+//!
+//! NCCL looks for a profiler (and a tuner) in this order: the library its variable names
+//! (`NCCL_PROFILER_PLUGIN`, `NCCL_TUNER_PLUGIN`), else the default name
+//! (`libnccl-profiler.so`, `libnccl-tuner.so`), else the network plugin's library
+//! (`NCCL_NET_PLUGIN`, default `libnccl-net.so`) when it exports the symbol. Cloud images ship
+//! tuners that way (e.g. aws-ofi-nccl's). [`install`] repeats that search; where it finds a
+//! plugin it leaves it in place, and the note says what explain cannot show. Otherwise it sets
+//! the variable to `STATIC_PLUGIN`, NCCL's name for "the program itself".
+
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+use crate::{profiler, tuner};
+
+/// What [`install`] did for each kind of plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Installed {
+    /// Ours is the profiler (`None`), or why not.
+    pub profiler: Option<String>,
+    /// Ours is the tuner (`None`), or why not.
+    pub tuner: Option<String>,
+    /// The network the user named (`NCCL_NET_PLUGIN`, else `NCCL_NET`), for a network path
+    /// whose transport does not report itself to the profiler.
+    pub net_name: Option<String>,
+}
+
+/// What [`install`] did in this process.
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
+
+/// What [`install`] did, if it ran.
+pub fn installed() -> Option<&'static Installed> {
+    INSTALLED.get()
+}
+
+/// One kind of plugin as NCCL finds it.
+struct Kind {
+    /// The variable that names it.
+    var: &'static str,
+    /// The library NCCL tries when the variable is unset.
+    default_lib: &'static str,
+    /// The symbols NCCL versions look for.
+    symbols: &'static [&'static str],
+    /// What explain loses without ours.
+    loses: &'static str,
+}
+
+const PROFILER: Kind = Kind {
+    var: "NCCL_PROFILER_PLUGIN",
+    default_lib: "libnccl-profiler.so",
+    symbols: &[
+        "ncclProfiler_v6",
+        "ncclProfiler_v5",
+        "ncclProfiler_v4",
+        "ncclProfiler_v3",
+        "ncclProfiler_v2",
+        "ncclProfiler_v1",
+    ],
+    loses: "the algorithm, protocol, channels and transport path are not shown",
+};
+
+const TUNER: Kind = Kind {
+    var: "NCCL_TUNER_PLUGIN",
+    default_lib: "libnccl-tuner.so",
+    symbols: &[
+        "ncclTunerPlugin_v5",
+        "ncclTunerPlugin_v4",
+        "ncclTunerPlugin_v3",
+        "ncclTunerPlugin_v2",
+    ],
+    loses: "NCCL's cost model is not shown",
+};
+
+const NET_PREFIX: &str = "libnccl-net";
+
+/// NCCL's value for "load the plugin from the program itself".
+pub const STATIC_PLUGIN: &str = "STATIC_PLUGIN";
+
+/// Where a configured plugin was found, or `None`.
+fn configured(
+    kind: &Kind,
+    env: &dyn Fn(&str) -> Option<String>,
+    exports: &dyn Fn(&str, &[&str]) -> bool,
+) -> Option<String> {
+    if let Some(v) = env(kind.var).filter(|v| !v.is_empty()) {
+        return Some(format!("{}={v} is set", kind.var));
+    }
+    if exports(kind.default_lib, kind.symbols) {
+        return Some(format!("{} is installed", kind.default_lib));
+    }
+    let net = env("NCCL_NET_PLUGIN").filter(|v| !v.is_empty());
+    for lib in candidates(NET_PREFIX, net.as_deref()) {
+        if exports(&lib, kind.symbols) {
+            return Some(format!("the network plugin {lib} brings one"));
+        }
+    }
+    None
+}
+
+/// The library names NCCL tries for a plugin variable's value: the value itself, then
+/// `PREFIX-value.so` for a bare name; the default `PREFIX.so` when unset.
+fn candidates(prefix: &str, value: Option<&str>) -> Vec<String> {
+    match value {
+        None => vec![format!("{prefix}.so")],
+        Some(v) => {
+            let mut names = vec![v.to_string()];
+            let bare = !(v.contains('/') || v.starts_with("lib") && v.ends_with(".so"));
+            if bare {
+                names.push(format!("{prefix}-{v}.so"));
+            }
+            names
+        }
+    }
+}
+
+/// Whether the library `name` loads and exports one of `symbols` (the dynamic loader's search,
+/// as NCCL's `dlopen`; the library is closed again).
+fn library_exports(name: &str, symbols: &[&str]) -> bool {
+    // SAFETY: loading runs the library's initializers, as NCCL's own load of it would.
+    let Ok(lib) = (unsafe { Library::new(name) }) else {
+        return false;
+    };
+    symbols.iter().any(|s| {
+        // SAFETY: the symbol is only looked up, never called.
+        unsafe { lib.get::<*const u8>(s.as_bytes()) }.is_ok()
+    })
+}
+
+/// Decides for each kind and returns the variables to set (`(name, value)`) and the outcome.
+fn decide(
+    env: &dyn Fn(&str) -> Option<String>,
+    exports: &dyn Fn(&str, &[&str]) -> bool,
+) -> (Vec<(&'static str, &'static str)>, Installed) {
+    let mut set = Vec::new();
+    let mut one = |kind: &Kind| match configured(kind, env, exports) {
+        Some(why) => Some(format!(
+            "{why}: explain leaves that plugin in place, so {}",
+            kind.loses
+        )),
+        None => {
+            set.push((kind.var, STATIC_PLUGIN));
+            None
+        }
+    };
+    let profiler = one(&PROFILER);
+    let tuner = one(&TUNER);
+    let net_name = ["NCCL_NET_PLUGIN", "NCCL_NET"]
+        .into_iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()));
+    (
+        set,
+        Installed {
+            profiler,
+            tuner,
+            net_name,
+        },
+    )
+}
+
+/// Points NCCL at the built-in plugins where none is configured (see the module's text).
+///
+/// # Safety
+/// It sets environment variables: call it before the program starts any thread, and before
+/// NCCL is loaded.
+pub unsafe fn install() -> &'static Installed {
+    if let Some(done) = INSTALLED.get() {
+        return done;
+    }
+    // Keeps the exported tables in the program (they are only reached through `dlsym`).
+    std::hint::black_box((
+        &raw const profiler::ncclProfiler_v5,
+        &raw const profiler::ncclProfiler_v4,
+        &raw const tuner::ncclTunerPlugin_v5,
+        &raw const tuner::ncclTunerPlugin_v4,
+    ));
+    let env = |k: &str| std::env::var(k).ok();
+    let (set, installed) = decide(&env, &library_exports);
+    for (k, v) in set {
+        // SAFETY: the caller's contract: no other thread exists yet.
+        unsafe { std::env::set_var(k, v) };
+    }
+    INSTALLED.get_or_init(|| installed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn installs_both_where_nothing_is_configured() {
+        let (set, got) = decide(&env_of(&[]), &|_, _| false);
+        assert_eq!(
+            set,
+            vec![
+                ("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN),
+                ("NCCL_TUNER_PLUGIN", STATIC_PLUGIN)
+            ]
+        );
+        assert_eq!(
+            got,
+            Installed {
+                profiler: None,
+                tuner: None,
+                net_name: None
+            }
+        );
+    }
+
+    #[test]
+    fn leaves_a_users_plugin_and_says_what_is_lost() {
+        let (set, got) = decide(
+            &env_of(&[(
+                "NCCL_TUNER_PLUGIN",
+                "/opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so",
+            )]),
+            &|_, _| false,
+        );
+        assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
+        assert_eq!(got.profiler, None);
+        assert_eq!(
+            got.tuner.as_deref(),
+            Some(
+                "NCCL_TUNER_PLUGIN=/opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so is set: explain \
+                 leaves that plugin in place, so NCCL's cost model is not shown"
+            )
+        );
+    }
+
+    #[test]
+    fn finds_the_tuner_a_network_plugin_brings() {
+        let exports = |lib: &str, syms: &[&str]| {
+            lib == "libnccl-net-ofi.so" && syms.contains(&"ncclTunerPlugin_v4")
+        };
+        let (set, got) = decide(&env_of(&[("NCCL_NET_PLUGIN", "ofi")]), &exports);
+        assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
+        assert_eq!(got.net_name.as_deref(), Some("ofi"));
+        assert!(
+            got.tuner
+                .unwrap()
+                .starts_with("the network plugin libnccl-net-ofi.so brings one")
+        );
+    }
+
+    #[test]
+    fn default_libraries_count_as_configured() {
+        let exports = |lib: &str, _: &[&str]| lib == "libnccl-profiler.so";
+        let (set, got) = decide(&env_of(&[]), &exports);
+        assert_eq!(set, vec![("NCCL_TUNER_PLUGIN", STATIC_PLUGIN)]);
+        assert!(
+            got.profiler
+                .unwrap()
+                .starts_with("libnccl-profiler.so is installed")
+        );
+    }
+
+    #[test]
+    fn candidate_names_follow_nccls_rules() {
+        assert_eq!(candidates("libnccl-net", None), vec!["libnccl-net.so"]);
+        assert_eq!(
+            candidates("libnccl-net", Some("ofi")),
+            vec!["ofi", "libnccl-net-ofi.so"]
+        );
+        assert_eq!(candidates("libnccl-net", Some("libx.so")), vec!["libx.so"]);
+        assert_eq!(candidates("libnccl-net", Some("/a/b.so")), vec!["/a/b.so"]);
+    }
+
+    #[test]
+    fn a_missing_library_exports_nothing() {
+        assert!(!library_exports("libnccl-perf-no-such-library.so", &["x"]));
+        assert!(library_exports("libc.so.6", &["getenv"]));
+    }
+}

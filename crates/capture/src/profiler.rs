@@ -1,0 +1,377 @@
+//! The profiler plugin (`ncclProfiler_v5` for NCCL 2.28, `ncclProfiler_v4` for 2.27): it
+//! keeps the activation mask at 0 except while [`crate::arm`]ed, and then records collectives
+//! (algorithm, protocol, channels), point-to-point operations (channels), proxy operations and
+//! the network transports' events ([`crate::store`]).
+//!
+//! Every event gets the same non-null handle (NCCL parents child events on it); stopping and
+//! state changes are ignored. No callback allocates except to copy a record while armed, and
+//! none can panic across the C boundary.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::abi::{
+    self, Body, DescrV4, DescrV5, INTERNAL_ERROR, Logger, NcclResult, ProfilerV4, ProfilerV5,
+    SUCCESS, event, net_type,
+};
+use crate::store::{self, CollSeen, P2pSeen};
+
+/// A plugin table NCCL finds by `dlsym`: the C struct itself, shareable because it is never
+/// written.
+#[repr(transparent)]
+pub struct Exported<T>(pub T);
+// SAFETY: the tables hold function pointers and a pointer to a static string; nothing in them
+// is ever written.
+unsafe impl<T> Sync for Exported<T> {}
+
+const NAME: &std::ffi::CStr = c"nccl-perf-explain";
+
+/// The profiler table of NCCL 2.28.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static ncclProfiler_v5: Exported<ProfilerV5> = Exported(ProfilerV5 {
+    name: NAME.as_ptr(),
+    init: init_v5,
+    start_event: start_v5,
+    stop_event: stop,
+    record_event_state: record_state,
+    finalize,
+});
+
+/// The profiler table of NCCL 2.27.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static ncclProfiler_v4: Exported<ProfilerV4> = Exported(ProfilerV4 {
+    name: NAME.as_ptr(),
+    init: init_v4,
+    start_event: start_v4,
+    stop_event: stop,
+    record_event_state: record_state,
+    finalize,
+});
+
+/// The handle every event gets.
+static HANDLE: u8 = 0;
+
+fn handle() -> *mut c_void {
+    (&raw const HANDLE).cast_mut().cast()
+}
+
+/// The context of one communicator: the address of NCCL's mask variable.
+struct Context {
+    mask: usize,
+}
+
+unsafe fn init(context: *mut *mut c_void, mask: *mut c_int) -> NcclResult {
+    if context.is_null() {
+        return INTERNAL_ERROR;
+    }
+    store::register_mask(mask);
+    let ctx = Box::new(Context {
+        mask: mask as usize,
+    });
+    // SAFETY: `context` is NCCL's out parameter, checked non-null.
+    unsafe { *context = Box::into_raw(ctx).cast() };
+    SUCCESS
+}
+
+unsafe extern "C" fn init_v5(
+    context: *mut *mut c_void,
+    _comm_id: u64,
+    mask: *mut c_int,
+    _name: *const c_char,
+    _nodes: c_int,
+    _ranks: c_int,
+    _rank: c_int,
+    _log: Logger,
+) -> NcclResult {
+    // SAFETY: NCCL's arguments.
+    unsafe { init(context, mask) }
+}
+
+unsafe extern "C" fn init_v4(
+    context: *mut *mut c_void,
+    mask: *mut c_int,
+    _name: *const c_char,
+    _hash: u64,
+    _nodes: c_int,
+    _ranks: c_int,
+    _rank: c_int,
+    _log: Logger,
+) -> NcclResult {
+    // SAFETY: NCCL's arguments.
+    unsafe { init(context, mask) }
+}
+
+unsafe extern "C" fn finalize(context: *mut c_void) -> NcclResult {
+    if !context.is_null() {
+        // SAFETY: `context` is the box `init` made for this communicator, finalized once.
+        let ctx = unsafe { Box::from_raw(context.cast::<Context>()) };
+        store::unregister_mask(ctx.mask);
+    }
+    SUCCESS
+}
+
+/// Records one event of type `kind` from `rank` whose union is at `body`.
+///
+/// # Safety
+/// `body` points into NCCL's live descriptor of that type.
+unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *const Body) {
+    if !handle_out.is_null() {
+        // SAFETY: NCCL's out parameter, checked non-null.
+        unsafe { *handle_out = handle() };
+    }
+    store::record(|t| {
+        if kind == event::COLL {
+            // SAFETY: the caller's contract; the type says the union holds a collective.
+            let c = unsafe { abi::read_coll(body) };
+            // SAFETY: NCCL's strings, valid for the call.
+            let (func, algo, proto) =
+                unsafe { (abi::text(c.func), abi::text(c.algo), abi::text(c.proto)) };
+            t.push_coll(CollSeen {
+                rank,
+                func: func.unwrap_or_default(),
+                algo,
+                proto,
+                channels: u32::from(c.n_channels),
+            });
+        } else if kind == event::P2P {
+            // SAFETY: as above, a point-to-point operation.
+            let p = unsafe { abi::read_p2p(body) };
+            t.push_p2p(P2pSeen {
+                rank,
+                // SAFETY: NCCL's string.
+                func: unsafe { abi::text(p.func) }.unwrap_or_default(),
+                channels: u32::from(p.n_channels),
+            });
+        } else if kind == event::PROXY_OP {
+            if let Some(n) = t.net_of(rank) {
+                n.proxy_ops += 1;
+            }
+        } else if kind == event::NET_PLUGIN {
+            // SAFETY: as above, a network event.
+            let id = unsafe { abi::read_net(body) }.id;
+            if let Some(n) = t.net_of(rank) {
+                match id & !((1i64 << net_type::VERSION_BITS) - 1) {
+                    net_type::IB => n.ib += 1,
+                    net_type::SOCKET => n.socket += 1,
+                    _ => n.other += 1,
+                }
+            }
+        }
+    });
+}
+
+unsafe extern "C" fn start_v5(
+    _context: *mut c_void,
+    handle_out: *mut *mut c_void,
+    descr: *const DescrV5,
+) -> NcclResult {
+    if descr.is_null() {
+        return INTERNAL_ERROR;
+    }
+    // SAFETY: NCCL's live descriptor; fields read in place.
+    unsafe {
+        let kind = (&raw const (*descr).kind).read();
+        let rank = (&raw const (*descr).rank).read();
+        start(handle_out, kind, rank, &raw const (*descr).body);
+    }
+    SUCCESS
+}
+
+unsafe extern "C" fn start_v4(
+    _context: *mut c_void,
+    handle_out: *mut *mut c_void,
+    descr: *const DescrV4,
+) -> NcclResult {
+    if descr.is_null() {
+        return INTERNAL_ERROR;
+    }
+    // SAFETY: NCCL's live descriptor; fields read in place.
+    unsafe {
+        let kind = u64::from((&raw const (*descr).kind).read());
+        let rank = (&raw const (*descr).rank).read();
+        start(handle_out, kind, rank, &raw const (*descr).body);
+    }
+    SUCCESS
+}
+
+unsafe extern "C" fn stop(_handle: *mut c_void) -> NcclResult {
+    SUCCESS
+}
+
+unsafe extern "C" fn record_state(
+    _handle: *mut c_void,
+    _state: c_int,
+    _args: *const c_void,
+) -> NcclResult {
+    SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{Coll, NetPlugin};
+    use crate::test_lock;
+    use std::ptr::null_mut;
+
+    fn coll_descr(rank: c_int) -> DescrV5 {
+        DescrV5 {
+            kind: event::COLL,
+            parent: null_mut(),
+            rank,
+            body: Body {
+                coll: Coll {
+                    seq_number: 1,
+                    func: c"AllReduce".as_ptr(),
+                    send_buff: std::ptr::null(),
+                    recv_buff: null_mut(),
+                    count: 1024,
+                    root: 0,
+                    datatype: c"ncclFloat32".as_ptr(),
+                    n_channels: 8,
+                    n_warps: 16,
+                    algo: c"Ring".as_ptr(),
+                    proto: c"LL128".as_ptr(),
+                },
+            },
+        }
+    }
+
+    /// Drives the v5 table as NCCL does: init hands the mask, which stays 0 until armed; an
+    /// armed window records the collective and the socket transport's events.
+    #[test]
+    fn v5_records_only_while_armed() {
+        let _g = test_lock();
+        let t = &ncclProfiler_v5.0;
+        // Leaked: the store keeps its address (as NCCL's global it would be).
+        let mask: &'static mut c_int = Box::leak(Box::new(-1));
+        let mut ctx = null_mut();
+        unsafe {
+            assert_eq!(
+                (t.init)(
+                    &mut ctx,
+                    7,
+                    &mut *mask,
+                    std::ptr::null(),
+                    1,
+                    2,
+                    0,
+                    std::ptr::null()
+                ),
+                SUCCESS
+            );
+        }
+        assert_eq!(*mask, 0, "the mask is empty while not armed");
+        let mut h = null_mut();
+        let d = coll_descr(0);
+        unsafe { (t.start_event)(ctx, &mut h, &d) };
+        assert!(!h.is_null());
+        assert!(
+            crate::take().colls.is_empty(),
+            "nothing recorded while not armed"
+        );
+
+        crate::arm();
+        assert_ne!(*mask & event::COLL as c_int, 0);
+        unsafe { (t.start_event)(ctx, &mut h, &d) };
+        let net = DescrV5 {
+            kind: event::NET_PLUGIN,
+            parent: null_mut(),
+            rank: 0,
+            body: Body {
+                net: NetPlugin {
+                    id: net_type::SOCKET | 1,
+                    data: null_mut(),
+                },
+            },
+        };
+        let op = DescrV5 {
+            kind: event::PROXY_OP,
+            parent: null_mut(),
+            rank: 0,
+            body: Body {
+                net: NetPlugin {
+                    id: 0,
+                    data: null_mut(),
+                },
+            },
+        };
+        unsafe {
+            (t.start_event)(ctx, &mut h, &op);
+            (t.start_event)(ctx, &mut h, &net);
+        }
+        let taken = crate::take();
+        assert_eq!(*mask, 0, "disarmed again");
+        let seen = taken.seen(0, None).unwrap();
+        assert_eq!(seen.algo.as_deref(), Some("Ring"));
+        assert_eq!(seen.proto.as_deref(), Some("LL128"));
+        assert_eq!(seen.channels, Some(8));
+        assert_eq!(
+            seen.path,
+            nccl_perf_explain::observed::Path::Network(nccl_perf_explain::observed::Net::Socket)
+        );
+        unsafe { (t.finalize)(ctx) };
+        crate::arm();
+        assert_eq!(*mask, 0, "a finalized communicator's mask is left alone");
+        let _ = crate::take();
+    }
+
+    #[test]
+    fn v4_reads_the_one_byte_type() {
+        let _g = test_lock();
+        let t = &ncclProfiler_v4.0;
+        let mask: &'static mut c_int = Box::leak(Box::new(0));
+        let mut ctx = null_mut();
+        unsafe {
+            (t.init)(
+                &mut ctx,
+                &mut *mask,
+                std::ptr::null(),
+                9,
+                1,
+                1,
+                0,
+                std::ptr::null(),
+            )
+        };
+        let v5 = coll_descr(3);
+        let d = DescrV4 {
+            kind: event::COLL as u8,
+            parent: null_mut(),
+            rank: 3,
+            body: v5.body,
+        };
+        crate::arm();
+        let mut h = null_mut();
+        unsafe { (t.start_event)(ctx, &mut h, &d) };
+        let seen = crate::take().seen(3, None).unwrap();
+        assert_eq!(seen.algo.as_deref(), Some("Ring"));
+        assert_eq!(seen.path, nccl_perf_explain::observed::Path::IntraNode);
+        unsafe { (t.finalize)(ctx) };
+    }
+
+    #[test]
+    fn null_pointers_are_refused_not_followed() {
+        let t = &ncclProfiler_v5.0;
+        unsafe {
+            assert_eq!(
+                (t.init)(
+                    null_mut(),
+                    0,
+                    null_mut(),
+                    std::ptr::null(),
+                    1,
+                    1,
+                    0,
+                    std::ptr::null()
+                ),
+                INTERNAL_ERROR
+            );
+            assert_eq!(
+                (t.start_event)(null_mut(), null_mut(), std::ptr::null()),
+                INTERNAL_ERROR
+            );
+            assert_eq!((t.finalize)(null_mut()), SUCCESS);
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! What the plugins saw while armed, kept for the runner: bounded (a guard against a flood of
+//! events, not a limit a real call reaches) and behind one lock that only armed calls take.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::abi::event;
+use nccl_perf_explain::observed::{Model, Net, Path, Seen};
+
+/// Whether the plugins record (between [`arm`] and [`take`]).
+static ARMED: AtomicBool = AtomicBool::new(false);
+
+/// The activation mask while armed: collectives, point-to-point operations, proxy operations
+/// and steps (network events are their children), network events.
+const ACTIVE_MASK: i32 =
+    (event::COLL | event::P2P | event::PROXY_OP | event::PROXY_STEP | event::NET_PLUGIN) as i32;
+
+/// At most this many collective, point-to-point and cost records are kept per window.
+const MAX_RECORDS: usize = 4096;
+/// At most this many ranks get counters per window.
+const MAX_RANKS: usize = 1024;
+
+/// NCCL's activation mask variables (one per NCCL library; each `init` hands its address) and
+/// how many communicators registered each.
+static MASKS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// The records of the current window.
+static SEEN: Mutex<Taken> = Mutex::new(Taken::new());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A collective as the profiler reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollSeen {
+    /// The rank that reported it.
+    pub rank: i32,
+    /// NCCL's function name (`AllReduce`, …).
+    pub func: String,
+    /// Algorithm (`Ring`, `Tree`, …).
+    pub algo: Option<String>,
+    /// Protocol (`LL`, `LL128`, `Simple`).
+    pub proto: Option<String>,
+    /// Channels.
+    pub channels: u32,
+}
+
+/// A point-to-point operation as the profiler reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct P2pSeen {
+    /// The rank that reported it.
+    pub rank: i32,
+    /// `Send` or `Recv`.
+    pub func: String,
+    /// Channels.
+    pub channels: u32,
+}
+
+/// One call's cost table as NCCL handed it to the tuner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Costs {
+    /// NCCL's function name.
+    pub func: String,
+    /// The call's size as NCCL gave it (`nBytes`).
+    pub bytes: u64,
+    /// `(algorithm, protocol, µs)` for every possible pair.
+    pub table: Vec<(String, String, f64)>,
+}
+
+/// Per-rank counters of the network side.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NetCounts {
+    /// Proxy operations (data moved by NCCL's proxy thread: the network).
+    pub proxy_ops: u64,
+    /// Events of NCCL's InfiniBand/RoCE transport.
+    pub ib: u64,
+    /// Events of NCCL's socket transport.
+    pub socket: u64,
+    /// Network events of another transport (a net plugin).
+    pub other: u64,
+}
+
+/// Everything seen in one window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Taken {
+    /// Collectives.
+    pub colls: Vec<CollSeen>,
+    /// Point-to-point operations.
+    pub p2ps: Vec<P2pSeen>,
+    /// Cost tables.
+    pub costs: Vec<Costs>,
+    /// Network counters per rank.
+    pub net: BTreeMap<i32, NetCounts>,
+    /// Records left out beyond the bounds.
+    pub dropped: u64,
+}
+
+impl Taken {
+    const fn new() -> Taken {
+        Taken {
+            colls: Vec::new(),
+            p2ps: Vec::new(),
+            costs: Vec::new(),
+            net: BTreeMap::new(),
+            dropped: 0,
+        }
+    }
+
+    /// What `rank` did in this window, for explain; `None` when nothing about it arrived.
+    /// `net_name` names the network when no event of NCCL's own transports did (an external
+    /// net plugin: `NCCL_NET_PLUGIN`, `NCCL_NET`).
+    pub fn seen(&self, rank: i32, net_name: Option<String>) -> Option<Seen> {
+        let coll = self.colls.iter().find(|c| c.rank == rank);
+        let p2p_channels = self
+            .p2ps
+            .iter()
+            .filter(|p| p.rank == rank)
+            .map(|p| p.channels)
+            .max();
+        let counts = self.net.get(&rank).copied().unwrap_or_default();
+        if coll.is_none() && p2p_channels.is_none() && counts == NetCounts::default() {
+            return None;
+        }
+        let path = if counts.proxy_ops == 0 && counts.ib + counts.socket + counts.other == 0 {
+            Path::IntraNode
+        } else if counts.ib > 0 {
+            Path::Network(Net::Ib)
+        } else if counts.socket > 0 {
+            Path::Network(Net::Socket)
+        } else {
+            Path::Network(Net::Plugin(net_name))
+        };
+        let model = coll.and_then(|c| {
+            self.costs.iter().find(|k| k.func == c.func).map(|k| Model {
+                costs: k.table.clone(),
+            })
+        });
+        Some(Seen {
+            algo: coll.and_then(|c| c.algo.clone()),
+            proto: coll.and_then(|c| c.proto.clone()),
+            channels: coll.map(|c| c.channels).or(p2p_channels),
+            path,
+            model,
+        })
+    }
+}
+
+/// Starts recording: the plugins record from the next NCCL call on.
+pub fn arm() {
+    *lock(&SEEN) = Taken::new();
+    ARMED.store(true, Ordering::SeqCst);
+    set_masks(ACTIVE_MASK);
+}
+
+/// Stops recording and returns what was seen since [`arm`].
+pub fn take() -> Taken {
+    set_masks(0);
+    ARMED.store(false, Ordering::SeqCst);
+    std::mem::take(&mut *lock(&SEEN))
+}
+
+/// Whether the plugins record now.
+#[inline]
+pub(crate) fn armed() -> bool {
+    ARMED.load(Ordering::Relaxed)
+}
+
+/// The mask NCCL should see now (for a communicator created while armed).
+pub(crate) fn mask_now() -> i32 {
+    if armed() { ACTIVE_MASK } else { 0 }
+}
+
+/// Remembers NCCL's mask variable at `ptr` (a communicator's `init`).
+pub(crate) fn register_mask(ptr: *mut i32) {
+    if ptr.is_null() {
+        return;
+    }
+    let mut masks = lock(&MASKS);
+    match masks.iter_mut().find(|(p, _)| *p == ptr as usize) {
+        Some((_, n)) => *n += 1,
+        None => masks.push((ptr as usize, 1)),
+    }
+    store_mask(ptr, mask_now());
+}
+
+/// Forgets one registration of NCCL's mask variable at `ptr` (a communicator's `finalize`).
+pub(crate) fn unregister_mask(ptr: usize) {
+    let mut masks = lock(&MASKS);
+    if let Some(i) = masks.iter().position(|(p, _)| *p == ptr) {
+        masks[i].1 -= 1;
+        if masks[i].1 == 0 {
+            masks.swap_remove(i);
+        }
+    }
+}
+
+fn set_masks(value: i32) {
+    for &(p, _) in lock(&MASKS).iter() {
+        store_mask(p as *mut i32, value);
+    }
+}
+
+fn store_mask(ptr: *mut i32, value: i32) {
+    // SAFETY: `ptr` is NCCL's mask variable, handed to `init` and valid while the library is
+    // loaded (it is a global of libnccl, which stays loaded for the program's life); NCCL
+    // reads it with relaxed atomic loads, so it is written atomically.
+    unsafe { AtomicI32::from_ptr(ptr) }.store(value, Ordering::Relaxed);
+}
+
+/// Runs `f` on the window's records while armed.
+pub(crate) fn record(f: impl FnOnce(&mut Taken)) {
+    if armed() {
+        f(&mut lock(&SEEN));
+    }
+}
+
+impl Taken {
+    /// Keeps a collective (bounded).
+    pub(crate) fn push_coll(&mut self, c: CollSeen) {
+        if self.colls.len() < MAX_RECORDS {
+            self.colls.push(c);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Keeps a point-to-point operation (bounded).
+    pub(crate) fn push_p2p(&mut self, p: P2pSeen) {
+        if self.p2ps.len() < MAX_RECORDS {
+            self.p2ps.push(p);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Keeps a cost table (bounded).
+    pub(crate) fn push_costs(&mut self, c: Costs) {
+        if self.costs.len() < MAX_RECORDS {
+            self.costs.push(c);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The network counters of `rank` (bounded in ranks).
+    pub(crate) fn net_of(&mut self, rank: i32) -> Option<&mut NetCounts> {
+        if self.net.len() >= MAX_RANKS && !self.net.contains_key(&rank) {
+            self.dropped += 1;
+            return None;
+        }
+        Some(self.net.entry(rank).or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn coll(rank: i32, algo: &str) -> CollSeen {
+        CollSeen {
+            rank,
+            func: "AllReduce".into(),
+            algo: Some(algo.into()),
+            proto: Some("Simple".into()),
+            channels: 4,
+        }
+    }
+
+    #[test]
+    fn seen_picks_the_rank_and_names_the_path() {
+        let mut t = Taken::new();
+        t.push_coll(coll(1, "Tree"));
+        t.push_coll(coll(0, "Ring"));
+        t.push_costs(Costs {
+            func: "AllReduce".into(),
+            bytes: 1 << 20,
+            table: vec![("Ring".into(), "Simple".into(), 12.5)],
+        });
+        let s = t.seen(0, None).unwrap();
+        assert_eq!(s.algo.as_deref(), Some("Ring"));
+        assert_eq!(s.channels, Some(4));
+        assert_eq!(s.path, Path::IntraNode);
+        assert_eq!(s.model.unwrap().costs[0].2, 12.5);
+        t.net_of(0).unwrap().proxy_ops = 3;
+        assert_eq!(
+            t.seen(0, None).unwrap().path,
+            Path::Network(Net::Plugin(None))
+        );
+        t.net_of(0).unwrap().socket = 1;
+        assert_eq!(t.seen(0, None).unwrap().path, Path::Network(Net::Socket));
+        t.net_of(0).unwrap().ib = 1;
+        assert_eq!(t.seen(0, None).unwrap().path, Path::Network(Net::Ib));
+        assert_eq!(t.seen(7, None), None);
+    }
+
+    #[test]
+    fn records_are_bounded() {
+        let mut t = Taken::new();
+        for _ in 0..MAX_RECORDS + 10 {
+            t.push_coll(coll(0, "Ring"));
+        }
+        assert_eq!(t.colls.len(), MAX_RECORDS);
+        assert_eq!(t.dropped, 10);
+        for r in 0..(MAX_RANKS as i32 + 5) {
+            let _ = t.net_of(r);
+        }
+        assert_eq!(t.net.len(), MAX_RANKS);
+        assert_eq!(t.dropped, 15);
+    }
+}

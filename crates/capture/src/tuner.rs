@@ -1,0 +1,220 @@
+//! The tuner plugin (`ncclTunerPlugin_v5` for NCCL 2.28, `ncclTunerPlugin_v4` for 2.26–2.27).
+//! NCCL hands a tuner its own cost model of each call (the predicted time of every algorithm
+//! and protocol) and then picks the cheapest entry; this tuner changes nothing, so NCCL
+//! chooses as it would without it. While [`crate::arm`]ed it copies the table; otherwise it
+//! returns at once (one relaxed atomic load).
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::{self, INTERNAL_ERROR, Logger, NcclResult, SUCCESS, TunerV4, TunerV5};
+use crate::profiler::Exported;
+use crate::store::{self, Costs};
+
+const NAME: &std::ffi::CStr = c"nccl-perf-explain";
+
+/// The tuner table of NCCL 2.28.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static ncclTunerPlugin_v5: Exported<TunerV5> = Exported(TunerV5 {
+    name: NAME.as_ptr(),
+    init: init_v5,
+    get_coll_info,
+    finalize: done,
+});
+
+/// The tuner table of NCCL 2.26 and 2.27.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static ncclTunerPlugin_v4: Exported<TunerV4> = Exported(TunerV4 {
+    name: NAME.as_ptr(),
+    init: init_v4,
+    get_coll_info,
+    destroy: done,
+});
+
+/// The context every communicator gets (the tuner keeps no state of its own).
+static CONTEXT: u8 = 0;
+
+unsafe fn set_context(context: *mut *mut c_void) -> NcclResult {
+    if context.is_null() {
+        return INTERNAL_ERROR;
+    }
+    // SAFETY: NCCL's out parameter, checked non-null.
+    unsafe { *context = (&raw const CONTEXT).cast_mut().cast() };
+    SUCCESS
+}
+
+unsafe extern "C" fn init_v5(
+    context: *mut *mut c_void,
+    _comm_id: u64,
+    _ranks: usize,
+    _nodes: usize,
+    _log: Logger,
+    _nvl: *mut c_void,
+    _constants: *mut c_void,
+) -> NcclResult {
+    // SAFETY: NCCL's argument.
+    unsafe { set_context(context) }
+}
+
+unsafe extern "C" fn init_v4(
+    _ranks: usize,
+    _nodes: usize,
+    _log: Logger,
+    context: *mut *mut c_void,
+) -> NcclResult {
+    // SAFETY: NCCL's argument.
+    unsafe { set_context(context) }
+}
+
+unsafe extern "C" fn done(_context: *mut c_void) -> NcclResult {
+    SUCCESS
+}
+
+/// At most this many algorithms and protocols are read (NCCL 2.28 has 7 × 3).
+const MAX_ALGOS: usize = 16;
+const MAX_PROTOS: usize = 8;
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn get_coll_info(
+    _context: *mut c_void,
+    coll_type: c_int,
+    bytes: usize,
+    _pipe_ops: c_int,
+    table: *mut *mut f32,
+    algos: c_int,
+    protos: c_int,
+    _reg_buff: c_int,
+    _channels: *mut c_int,
+) -> NcclResult {
+    if !store::armed() || table.is_null() {
+        return SUCCESS;
+    }
+    let (na, np) = (algos.max(0) as usize, protos.max(0) as usize);
+    if na > MAX_ALGOS || np > MAX_PROTOS {
+        return SUCCESS;
+    }
+    // The table is NCCL's `float[numAlgo][numProto]`, passed as `float**`.
+    let base = table.cast::<f32>();
+    let mut costs = Vec::new();
+    for a in 0..na {
+        for p in 0..np {
+            // SAFETY: inside NCCL's `numAlgo × numProto` array (bounds checked above).
+            let us = unsafe { base.add(a * np + p).read() };
+            if us >= 0.0 && us.is_finite() {
+                let algo = abi::ALGORITHMS
+                    .get(a)
+                    .map_or_else(|| format!("algorithm {a}"), |s| s.to_string());
+                let proto = abi::PROTOCOLS
+                    .get(p)
+                    .map_or_else(|| format!("protocol {p}"), |s| s.to_string());
+                costs.push((algo, proto, f64::from(us)));
+            }
+        }
+    }
+    let func = usize::try_from(coll_type)
+        .ok()
+        .and_then(|i| abi::FUNCS.get(i))
+        .map_or_else(|| format!("function {coll_type}"), |s| s.to_string());
+    store::record(|t| {
+        t.push_costs(Costs {
+            func,
+            bytes: bytes as u64,
+            table: costs,
+        })
+    });
+    SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_lock;
+    use std::ptr::null_mut;
+
+    fn call(table: &mut [[f32; 3]; 7]) -> NcclResult {
+        let t = &ncclTunerPlugin_v5.0;
+        let mut ctx = null_mut();
+        let mut channels: c_int = 0;
+        unsafe {
+            assert_eq!(
+                (t.init)(&mut ctx, 1, 2, 2, std::ptr::null(), null_mut(), null_mut()),
+                SUCCESS
+            );
+            (t.get_coll_info)(
+                ctx,
+                4,
+                1 << 20,
+                1,
+                table.as_mut_ptr().cast(),
+                7,
+                3,
+                0,
+                &mut channels,
+            )
+        }
+    }
+
+    #[test]
+    fn copies_the_table_only_while_armed_and_changes_nothing() {
+        let _g = test_lock();
+        let mut table = [[-1.0f32; 3]; 7];
+        table[1][2] = 40.0; // Ring/Simple
+        table[0][1] = 55.5; // Tree/LL128
+        let before = table;
+        assert_eq!(call(&mut table), SUCCESS);
+        assert!(crate::take().costs.is_empty());
+        crate::arm();
+        assert_eq!(call(&mut table), SUCCESS);
+        let taken = crate::take();
+        assert_eq!(table, before, "the tuner leaves NCCL's choice alone");
+        assert_eq!(taken.costs.len(), 1);
+        let c = &taken.costs[0];
+        assert_eq!(c.func, "AllReduce");
+        assert_eq!(c.bytes, 1 << 20);
+        assert_eq!(
+            c.table,
+            vec![
+                ("Tree".to_string(), "LL128".to_string(), 55.5),
+                ("Ring".to_string(), "Simple".to_string(), 40.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn absurd_dimensions_and_null_tables_are_ignored() {
+        let _g = test_lock();
+        crate::arm();
+        let t = &ncclTunerPlugin_v5.0;
+        unsafe {
+            (t.get_coll_info)(null_mut(), 4, 8, 1, null_mut(), 7, 3, 0, null_mut());
+            let mut one = [0f32; 1];
+            let mut p = one.as_mut_ptr();
+            (t.get_coll_info)(
+                null_mut(),
+                99,
+                8,
+                1,
+                (&mut p as *mut *mut f32).cast(),
+                1000,
+                3,
+                0,
+                null_mut(),
+            );
+            (t.get_coll_info)(
+                null_mut(),
+                -5,
+                8,
+                1,
+                one.as_mut_ptr().cast(),
+                1,
+                1,
+                0,
+                null_mut(),
+            );
+        }
+        let taken = crate::take();
+        assert_eq!(taken.costs.len(), 1);
+        assert_eq!(taken.costs[0].func, "function -5");
+    }
+}
