@@ -110,6 +110,10 @@ fn startup() -> Result<Startup, ExitCode> {
     for n in &parsed.notices {
         eprintln!("{n}");
     }
+    if parsed.options.explain.is_some() && !parsed.options.dry_run {
+        // Before any thread starts and before NCCL is loaded (the discover phase loads it).
+        gpu::plugins::install();
+    }
     let args = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())

@@ -127,6 +127,14 @@ fn library_exports(name: &str, symbols: &[&str]) -> bool {
     })
 }
 
+/// Whether the running program exports `symbol` where NCCL looks for it (`dlopen(NULL)`, then
+/// `dlsym`).
+fn program_exports(symbol: &str) -> bool {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: the symbol is only looked up, never called.
+    unsafe { this.get::<*const u8>(symbol.as_bytes()) }.is_ok()
+}
+
 /// Decides for each kind and returns the variables to set (`(name, value)`) and the outcome.
 fn decide(
     env: &dyn Fn(&str) -> Option<String>,
@@ -175,7 +183,29 @@ pub unsafe fn install() -> &'static Installed {
         &raw const tuner::ncclTunerPlugin_v4,
     ));
     let env = |k: &str| std::env::var(k).ok();
-    let (set, installed) = decide(&env, &library_exports);
+    let (mut set, mut installed) = decide(&env, &library_exports);
+    // NCCL finds ours as it finds any: `dlsym` on the program itself. A program linked
+    // without the root package's build.rs (a test binary) exports nothing.
+    for (var, symbol, note) in [
+        (
+            "NCCL_PROFILER_PLUGIN",
+            "ncclProfiler_v5",
+            &mut installed.profiler,
+        ),
+        (
+            "NCCL_TUNER_PLUGIN",
+            "ncclTunerPlugin_v5",
+            &mut installed.tuner,
+        ),
+    ] {
+        if note.is_none() && !program_exports(symbol) {
+            *note = Some(format!(
+                "this program does not export {symbol} (it was linked without nccl-perf's \
+                 build.rs), so NCCL cannot load the built-in plugin"
+            ));
+            set.retain(|(k, _)| *k != var);
+        }
+    }
     for (k, v) in set {
         // SAFETY: the caller's contract: no other thread exists yet.
         unsafe { std::env::set_var(k, v) };
@@ -272,6 +302,13 @@ mod tests {
         );
         assert_eq!(candidates("libnccl-net", Some("libx.so")), vec!["libx.so"]);
         assert_eq!(candidates("libnccl-net", Some("/a/b.so")), vec!["/a/b.so"]);
+    }
+
+    #[test]
+    fn a_test_binary_does_not_export_the_tables() {
+        // build.rs's export applies to the programs only (tests/explain_exports.rs checks them).
+        assert!(!program_exports("ncclProfiler_v5"));
+        assert!(program_exports("getenv"));
     }
 
     #[test]

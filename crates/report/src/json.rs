@@ -82,6 +82,7 @@ pub struct JsonReport {
     log: Option<LogJson>,
     problems: Vec<String>,
     split_groups: Vec<super::split::SplitGroup>,
+    explain: Option<serde_json::Value>,
 }
 
 impl JsonReport {
@@ -112,6 +113,7 @@ impl JsonReport {
             log: None,
             problems: Vec::new(),
             split_groups: Vec::new(),
+            explain: None,
         };
         report.set_devices(info, devices, nccl_version);
         report
@@ -159,6 +161,12 @@ impl JsonReport {
         self.split_groups = groups;
     }
 
+    /// Records `--explain`'s object (`nccl_perf_explain`: its lines, verdict and per-row
+    /// fields).
+    pub fn set_explain(&mut self, explain: serde_json::Value) {
+        self.explain = Some(explain);
+    }
+
     /// The document of a run that failed before its footer: what was collected so far (the
     /// rows completed), closed properly, without the footer keys and `end_time` (as upstream,
     /// which adds `end_time` only when the failure happens outside every nested container).
@@ -179,6 +187,7 @@ impl JsonReport {
             nccl_perf_log: self.log.as_ref(),
             nccl_perf_problems: &self.problems,
             nccl_perf_split_groups: &self.split_groups,
+            nccl_perf_explain: self.explain.as_ref(),
         };
         // Cannot fail: every map key is a string and no Serialize impl returns an error.
         serde_json::to_string(&doc).unwrap_or_default()

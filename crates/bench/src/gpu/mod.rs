@@ -21,6 +21,7 @@ pub mod kernel_image;
 pub mod kernels;
 pub mod nccl;
 pub mod op;
+pub mod plugins;
 pub mod ptx;
 pub mod rank;
 

@@ -125,6 +125,9 @@ pub(super) fn discover(
         out.print(&table::device_line(d));
     }
     out.start_json(&infos, nccl_version);
+    if opts.explain.is_some() {
+        out.explain_rows(&infos, nccl_version);
+    }
 
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
     // fp8 needs every GPU of every process at compute capability 9.0 or above.

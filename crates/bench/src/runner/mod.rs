@@ -23,6 +23,7 @@
 pub mod discover;
 mod dry_run;
 mod engine;
+mod explain;
 mod fault;
 mod finish;
 mod graph;

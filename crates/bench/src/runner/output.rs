@@ -126,6 +126,14 @@ impl JsonFile {
         }
     }
 
+    /// Records `--explain`'s object (in memory; the file is rewritten at the end).
+    fn set_explain(&self, explain: serde_json::Value) {
+        let _ = self.rewrite(|r| {
+            r.set_explain(explain);
+            None
+        });
+    }
+
     /// Adds a row (in memory; the file is rewritten at the end).
     fn add_row(&self, row: &RowResult) {
         let _ = self.rewrite(|r| {
@@ -170,6 +178,8 @@ pub struct Output {
     csv: Option<File>,
     busbw_sum: f64,
     halves: u64,
+    /// `--explain` at world rank 0: the rows and what NCCL reported for them.
+    explained: Option<super::explain::Rows>,
 }
 
 impl Output {
@@ -188,6 +198,31 @@ impl Output {
             csv,
             busbw_sum: 0.0,
             halves: 0,
+            explained: None,
+        }
+    }
+
+    /// Keeps the rows for `--explain` (world rank 0 only: the others print nothing).
+    pub fn explain_rows(&mut self, devices: &[DeviceInfo], nccl_version: i32) {
+        if self.printing {
+            self.explained = Some(super::explain::Rows::new(devices, nccl_version));
+        }
+    }
+
+    /// Whether this process explains (world rank 0 with `--explain`).
+    pub fn explaining(&self) -> bool {
+        self.explained.is_some()
+    }
+
+    /// The rows kept for `--explain`, if any, to which NCCL's reports are added.
+    pub fn explained(&mut self) -> Option<&mut super::explain::Rows> {
+        self.explained.as_mut()
+    }
+
+    /// Records `--explain`'s object in the JSON document (`nccl_perf_explain`).
+    pub fn set_explain_json(&mut self, explain: serde_json::Value) {
+        if let Some(j) = &self.json {
+            j.set_explain(explain);
         }
     }
 

@@ -211,6 +211,16 @@ fn test_loops(
     tid: usize,
     mut out: Option<&mut Output>,
 ) -> Result<u64> {
+    // --explain: every rank makes the untimed call; world rank 0's printing thread records it.
+    let explain = e.opts.explain.is_some();
+    let arm = out.as_deref().is_some_and(|o| o.explaining());
+    let explain_call = |w: &mut Worker, s: &Shape, in_place: bool, arm: bool| {
+        if explain {
+            w.explain_call(s, in_place, arm)
+        } else {
+            Ok(None)
+        }
+    };
     for &dt in &plan.types {
         for &op in &plan.ops {
             for &root in &plan.roots {
@@ -234,11 +244,15 @@ fn test_loops(
                         let oop = w
                             .measure(&shape, false)
                             .map_err(|x| x.during(|| what("out-of-place")))?;
+                        let seen_oop = explain_call(w, &shape, false, arm)
+                            .map_err(|x| x.during(|| what("out-of-place, --explain")))?;
                         let ip = w
                             .measure(&shape, true)
                             .map_err(|x| x.during(|| what("in-place")))?;
+                        let seen_ip = explain_call(w, &shape, true, arm)
+                            .map_err(|x| x.during(|| what("in-place, --explain")))?;
                         if let Some(o) = out.as_deref_mut() {
-                            o.row(&RowResult {
+                            let r = RowResult {
                                 size: shape.counts.printed_size(dt.size()),
                                 count: shape.counts.param as u64,
                                 dtype: dt.name().to_string(),
@@ -248,7 +262,11 @@ fn test_loops(
                                 in_place: ip,
                                 timestamp: e.opts.report_timestamps.then(crate::host::local_time),
                                 iterations: e.opts.iters,
-                            });
+                            };
+                            o.row(&r);
+                            if let Some(x) = o.explained() {
+                                x.add(&r, [seen_oop, seen_ip]);
+                            }
                         }
                     }
                 }

@@ -1,0 +1,153 @@
+//! `--explain` in a run (docs/explain.md): one untimed call per size and half with NCCL's
+//! plugins armed ([`Worker::explain_call`], after the half's measurement and validation, so the
+//! timed loops run exactly as without explain), the rows kept with what NCCL reported
+//! ([`Rows`]), and after the footer the explanation (`nccl-perf-explain`) printed, added to the
+//! `-J` JSON document and, with `--explain-gate`, turned into the exit code.
+
+use super::measure::Worker;
+use super::engine::Shape;
+use crate::error::Result;
+use crate::report::{DeviceInfo, RowResult};
+use nccl_perf_explain::observed::{self, Capture, Row, Seen};
+
+/// The rows of the run at world rank 0, with what NCCL reported for each half.
+pub struct Rows {
+    devices: Vec<DeviceInfo>,
+    nccl_version: i32,
+    rows: Vec<Row>,
+}
+
+impl Rows {
+    /// Rows of a run on `devices` (every rank's device line) with NCCL `nccl_version`.
+    pub fn new(devices: &[DeviceInfo], nccl_version: i32) -> Rows {
+        Rows {
+            devices: devices.to_vec(),
+            nccl_version,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Keeps a printed row and what NCCL reported for its out-of-place and in-place halves.
+    pub fn add(&mut self, r: &RowResult, seen: [Option<Seen>; 2]) {
+        let [oop, ip] = seen;
+        for (half, in_place, seen) in [(&r.out_of_place, false, oop), (&r.in_place, true, ip)] {
+            self.rows.push(Row {
+                bytes: r.size,
+                in_place,
+                time_us: half.time_us,
+                algbw: half.algbw,
+                busbw: half.busbw,
+                seen,
+            });
+        }
+    }
+
+    /// The run as explain sees it, for `program` (`all_reduce_perf`).
+    pub fn run(&self, program: &str) -> observed::Run {
+        let mut per_host: Vec<(&str, u32)> = Vec::new();
+        for d in &self.devices {
+            match per_host.iter_mut().find(|(h, _)| *h == d.hostname) {
+                Some((_, n)) => *n += 1,
+                None => per_host.push((&d.hostname, 1)),
+            }
+        }
+        observed::Run {
+            collective: program.strip_suffix("_perf").unwrap_or(program).to_string(),
+            nranks: self.devices.len() as u32,
+            nnodes: per_host.len() as u32,
+            ranks_per_node: per_host.iter().map(|(_, n)| *n).max().unwrap_or(0),
+            nccl_version: self.nccl_version,
+            gpu_names: self.devices.iter().map(|d| d.name.clone()).collect(),
+            rows: self.rows.clone(),
+            capture: capture(self.nccl_version),
+        }
+    }
+
+    /// The PCI address of world rank 0's GPU (`0000:18:00.0`), where the hardware is read.
+    pub fn first_pci(&self) -> Option<String> {
+        self.devices.first().map(|d| {
+            format!(
+                "{:04x}:{:02x}:{:02x}.0",
+                d.pci_domain, d.pci_bus, d.pci_device
+            )
+        })
+    }
+}
+
+/// What explain could capture in this process, with NCCL `version` (`ncclGetVersion`).
+pub fn capture(version: i32) -> Capture {
+    let Some(i) = nccl_perf_capture::installed() else {
+        return Capture::Unavailable("the plugins were not installed at start-up".into());
+    };
+    if version < 22600 {
+        return Capture::Unavailable(format!(
+            "NCCL {} cannot load plugins from the program itself (NCCL 2.26 or later can), so \
+             the algorithm, protocol, transport and NCCL's model are not shown",
+            version_text(version)
+        ));
+    }
+    let mut notes: Vec<String> = [&i.profiler, &i.tuner].into_iter().flatten().cloned().collect();
+    let mut profiler = i.profiler.is_none();
+    if profiler && version < 22700 {
+        profiler = false;
+        notes.push(format!(
+            "NCCL {} offers profiler interface v3, which explain does not read (v4 is NCCL \
+             2.27's): the algorithm, protocol, channels and transport are not shown",
+            version_text(version)
+        ));
+    }
+    Capture::Live {
+        profiler,
+        tuner: i.tuner.is_none(),
+        notes,
+    }
+}
+
+/// `22803` → `2.28.3` (codes of NCCL 2.9 and later).
+fn version_text(code: i32) -> String {
+    format!("{}.{}.{}", code / 10000, code / 100 % 100, code % 100)
+}
+
+/// The dry run's line about the plugins.
+pub fn dry_run_line() -> String {
+    let Some(i) = nccl_perf_capture::installed() else {
+        return String::new();
+    };
+    let say = |kind: &str, note: &Option<String>| match note {
+        None => format!("{kind}: built in"),
+        Some(n) => format!("{kind}: not ours ({n})"),
+    };
+    format!(
+        "# Explain: NCCL's {}; {} (NCCL 2.27 or later loads them)\n",
+        say("profiler", &i.profiler),
+        say("tuner", &i.tuner)
+    )
+}
+
+impl Worker<'_> {
+    /// One untimed call of `s` (`in_place` half) after its measurement, on every rank (it is a
+    /// collective call); where `arm`, NCCL's plugins record it and what this thread's first
+    /// rank reported is returned.
+    pub(super) fn explain_call(
+        &mut self,
+        s: &Shape,
+        in_place: bool,
+        arm: bool,
+    ) -> Result<Option<Seen>> {
+        let op = self.bind(s, in_place)?;
+        if arm {
+            nccl_perf_capture::arm();
+        }
+        let issued = op.issue_first().and_then(|()| self.wait());
+        if !arm {
+            return issued.map(|()| None);
+        }
+        // Proxy and network events of the call may still be arriving from NCCL's proxy thread
+        // when the stream is done; they are counted until the window closes here.
+        let taken = nccl_perf_capture::take();
+        issued?;
+        let rank = self.gpus.first().map_or(0, |g| g.rank()) as i32;
+        let net = nccl_perf_capture::installed().and_then(|i| i.net_name.clone());
+        Ok(taken.seen(rank, net))
+    }
+}
