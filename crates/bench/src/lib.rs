@@ -110,7 +110,7 @@ fn startup() -> Result<Startup, ExitCode> {
     for n in &parsed.notices {
         eprintln!("{n}");
     }
-    if parsed.options.explain.is_some() && !parsed.options.dry_run {
+    if parsed.options.explain.is_some() {
         // Before any thread starts and before NCCL is loaded (the discover phase loads it).
         gpu::plugins::install();
     }

@@ -125,8 +125,10 @@ pub(super) fn discover(
         out.print(&table::device_line(d));
     }
     out.start_json(&infos, nccl_version);
-    if opts.explain.is_some() {
-        out.explain_rows(&infos, nccl_version);
+    if let Some(x) = &opts.explain
+        && out.printing()
+    {
+        out.explain_rows(super::explain::Rows::new(x, &infos, nccl_version)?);
     }
 
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));

@@ -58,6 +58,9 @@ pub fn check_and_plan(
     if boot.world_rank() == 0 {
         let text = render(opts, coll, program, boot, &records, &plan, &located);
         print!("{text}");
+        if opts.explain.is_some() {
+            print!("{}", super::explain::dry_run_line());
+        }
     }
     Ok(code::OK)
 }

@@ -6,25 +6,41 @@
 
 use super::measure::Worker;
 use super::engine::Shape;
-use crate::error::Result;
+use super::output::Output;
+use crate::error::{Error, Result};
+use crate::options::ExplainOptions;
 use crate::report::{DeviceInfo, RowResult};
 use nccl_perf_explain::observed::{self, Capture, Row, Seen};
+use nccl_perf_explain::sku::SkuTable;
+use std::path::Path;
 
 /// The rows of the run at world rank 0, with what NCCL reported for each half.
 pub struct Rows {
     devices: Vec<DeviceInfo>,
     nccl_version: i32,
     rows: Vec<Row>,
+    /// The table of expected bus bandwidths (`--explain-sku`, else the built-in one).
+    skus: SkuTable,
+    /// `--explain-gate`.
+    gate: Option<f64>,
 }
 
 impl Rows {
-    /// Rows of a run on `devices` (every rank's device line) with NCCL `nccl_version`.
-    pub fn new(devices: &[DeviceInfo], nccl_version: i32) -> Rows {
-        Rows {
+    /// Rows of a run on `devices` (every rank's device line) with NCCL `nccl_version`; reads
+    /// `--explain-sku`'s table (an error names the file and the line).
+    pub fn new(x: &ExplainOptions, devices: &[DeviceInfo], nccl_version: i32) -> Result<Rows> {
+        let skus = match &x.sku {
+            None => SkuTable::builtin(),
+            Some(path) => SkuTable::load(path)
+                .map_err(|e| Error::Usage(format!("--explain-sku {}: {e}", path.display())))?,
+        };
+        Ok(Rows {
             devices: devices.to_vec(),
             nccl_version,
             rows: Vec::new(),
-        }
+            skus,
+            gate: x.gate,
+        })
     }
 
     /// Keeps a printed row and what NCCL reported for its out-of-place and in-place halves.
@@ -71,6 +87,51 @@ impl Rows {
                 d.pci_domain, d.pci_bus, d.pci_device
             )
         })
+    }
+}
+
+/// After the table, at world rank 0: the explanation as `#` lines (returned, printed after the
+/// footer) and in the JSON document; `true` in the second place when `--explain-gate` fails.
+pub fn conclude(out: &mut Output) -> (String, bool) {
+    let program = out.info().program.clone();
+    let Some(rows) = out.explained() else {
+        return (String::new(), false);
+    };
+    let run = rows.run(&program);
+    let hw = nccl_perf_explain::hardware::probe(rows.first_pci().as_deref(), Path::new("/"));
+    let x = nccl_perf_explain::explain(&run, &hw, &rows.skus);
+    let gate = rows.gate;
+    let failed = gate_fails(gate, x.percent_of_expected);
+    let mut text: String = x.lines.iter().map(|l| format!("# {l}\n")).collect();
+    if let Some(g) = gate {
+        text.push_str(&match (x.percent_of_expected, failed) {
+            (Some(p), true) => format!("# Explain gate: FAILED: {p:.0} % of expected, below {g} %\n"),
+            (Some(p), false) => format!("# Explain gate: OK: {p:.0} % of expected, at least {g} %\n"),
+            (None, _) => format!(
+                "# Explain gate: FAILED: no expected figure to compare with (--explain-gate {g} needs one)\n"
+            ),
+        });
+    }
+    let json = serde_json::json!({
+        "lines": x.lines,
+        "verdict": x.verdict,
+        "rows": x.rows,
+        "percent_of_expected": x.percent_of_expected,
+        "gate": gate,
+        "gate_failed": gate.map(|_| failed),
+        "hardware": hw,
+        "run": run,
+    });
+    out.set_explain_json(json);
+    (text, failed)
+}
+
+/// Whether `--explain-gate` fails: below the gate, or nothing to compare with.
+fn gate_fails(gate: Option<f64>, percent: Option<f64>) -> bool {
+    match (gate, percent) {
+        (None, _) => false,
+        (Some(g), Some(p)) => p < g,
+        (Some(_), None) => true,
     }
 }
 

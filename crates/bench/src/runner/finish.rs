@@ -13,11 +13,22 @@ use std::ops::Not;
 
 /// Runs the finish phase; returns the exit code of a run that reached its footer.
 pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Result<u8> {
+    let (explained, gate_failed) = super::explain::conclude(out);
     let (summary, code) = summarize(nccl, &measured, out);
     crate::gpu::rank::destroy_all(measured.gpus)?;
     footer(out, &summary, measured.split_groups);
+    out.print(&explained);
     crate::host::trace("teardown done");
-    Ok(code)
+    Ok(with_gate(code, gate_failed))
+}
+
+/// The exit code with `--explain-gate`'s verdict: 7 when it failed (and nothing else did).
+fn with_gate(code: u8, gate_failed: bool) -> u8 {
+    if code == code::OK && gate_failed {
+        code::NUM_RESULTS
+    } else {
+        code
+    }
 }
 
 /// The footer and the JSON document; then, after the table, each split group's own result.
@@ -37,8 +48,11 @@ pub(super) fn finish_then(
     out: &mut Output,
     after: impl FnOnce(&[Gpu]) -> Result<u8>,
 ) -> Result<u8> {
+    let (explained, gate_failed) = super::explain::conclude(out);
     let (summary, code) = summarize(nccl, &measured, out);
+    let code = with_gate(code, gate_failed);
     footer(out, &summary, std::mem::take(&mut measured.split_groups));
+    out.print(&explained);
     let later = after(&measured.gpus)?;
     crate::gpu::rank::destroy_all(measured.gpus)?;
     crate::host::trace("teardown done");

@@ -202,10 +202,15 @@ impl Output {
         }
     }
 
+    /// Whether this process prints (world rank 0).
+    pub fn printing(&self) -> bool {
+        self.printing
+    }
+
     /// Keeps the rows for `--explain` (world rank 0 only: the others print nothing).
-    pub fn explain_rows(&mut self, devices: &[DeviceInfo], nccl_version: i32) {
+    pub fn explain_rows(&mut self, rows: super::explain::Rows) {
         if self.printing {
-            self.explained = Some(super::explain::Rows::new(devices, nccl_version));
+            self.explained = Some(rows);
         }
     }
 
