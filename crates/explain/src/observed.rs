@@ -113,3 +113,81 @@ pub enum Capture {
     /// (needs 2.26 or later)").
     Unavailable(String),
 }
+
+impl Path {
+    /// A short label: `intra-node`, `network: InfiniBand/RoCE`, `network: sockets`,
+    /// `network: plugin NAME`, `unknown`.
+    pub fn label(&self) -> String {
+        match self {
+            Path::Unknown => "unknown".into(),
+            Path::IntraNode => "intra-node".into(),
+            Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
+            Path::Network(Net::Socket) => "network: sockets".into(),
+            Path::Network(Net::Plugin(None)) => "network: a net plugin".into(),
+            Path::Network(Net::Plugin(Some(n))) => format!("network: plugin {n}"),
+        }
+    }
+}
+
+impl Seen {
+    /// NCCL's predicted time (µs) of the algorithm and protocol it used, when both and the
+    /// model are known.
+    pub fn predicted_us(&self) -> Option<f64> {
+        let (algo, proto) = (self.algo.as_deref()?, self.proto.as_deref()?);
+        self.model
+            .as_ref()?
+            .costs
+            .iter()
+            .find(|(a, p, _)| a == algo && p == proto)
+            .map(|(_, _, us)| *us)
+    }
+
+    /// The CSV cells of `--explain`: algorithm, protocol, channels, path, NCCL's predicted µs
+    /// (empty where unknown).
+    pub fn cells(seen: Option<&Seen>) -> [String; 5] {
+        let Some(s) = seen else {
+            return Default::default();
+        };
+        [
+            s.algo.clone().unwrap_or_default(),
+            s.proto.clone().unwrap_or_default(),
+            s.channels.map(|c| c.to_string()).unwrap_or_default(),
+            s.path.label(),
+            s.predicted_us().map(|v| format!("{v}")).unwrap_or_default(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_and_prediction() {
+        let s = Seen {
+            algo: Some("Ring".into()),
+            proto: Some("Simple".into()),
+            channels: Some(16),
+            path: Path::Network(Net::Socket),
+            model: Some(Model {
+                costs: vec![
+                    ("Tree".into(), "Simple".into(), 90.0),
+                    ("Ring".into(), "Simple".into(), 80.5),
+                ],
+            }),
+        };
+        assert_eq!(s.predicted_us(), Some(80.5));
+        assert_eq!(
+            Seen::cells(Some(&s)),
+            ["Ring", "Simple", "16", "network: sockets", "80.5"].map(String::from)
+        );
+        assert_eq!(Seen::cells(None), <[String; 5]>::default());
+        let p2p = Seen {
+            channels: Some(2),
+            path: Path::IntraNode,
+            ..Seen::default()
+        };
+        assert_eq!(p2p.predicted_us(), None);
+        assert_eq!(Seen::cells(Some(&p2p))[3], "intra-node");
+    }
+}

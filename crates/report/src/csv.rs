@@ -24,6 +24,10 @@ pub struct Columns {
     pub per_iter: bool,
     /// A last `timestamp` column (`-S 1`).
     pub timestamps: bool,
+    /// `--explain`'s five columns per half at the end: algorithm, protocol, channels, transport
+    /// path and NCCL's predicted time (`*_algo`, `*_proto`, `*_channels`, `*_path`,
+    /// `*_model_us`).
+    pub explain: bool,
 }
 
 impl Columns {
@@ -33,6 +37,7 @@ impl Columns {
             cputime: info.report_cputime,
             per_iter: info.per_iter,
             timestamps: info.report_timestamps,
+            explain: false,
         }
     }
 
@@ -42,6 +47,7 @@ impl Columns {
             cputime: self.cputime || other.cputime,
             per_iter: self.per_iter || other.per_iter,
             timestamps: self.timestamps || other.timestamps,
+            explain: self.explain || other.explain,
         }
     }
 }
@@ -66,7 +72,29 @@ pub fn header(c: Columns) -> String {
     if c.timestamps {
         names.push("timestamp".into());
     }
+    if c.explain {
+        for half in ["out_of_place", "in_place"] {
+            for col in EXPLAIN_COLUMNS {
+                names.push(format!("{half}_{col}"));
+            }
+        }
+    }
     names.join(",") + "\n"
+}
+
+/// `--explain`'s columns of each half.
+const EXPLAIN_COLUMNS: [&str; 5] = ["algo", "proto", "channels", "path", "model_us"];
+
+/// One record for row `r` of `program`, with `--explain`'s cells of each half (out-of-place,
+/// in-place; empty cells where unknown), with its newline.
+pub fn record_explained(program: &str, r: &RowResult, c: Columns, cells: &[[String; 5]; 2]) -> String {
+    let mut line = record(program, r, c);
+    line.pop();
+    for v in cells.iter().flatten() {
+        line.push(',');
+        line.push_str(&text(v));
+    }
+    line + "\n"
 }
 
 /// One record for row `r` of `program`, with its newline.
@@ -179,13 +207,19 @@ mod tests {
             cputime: true,
             per_iter: true,
             timestamps: true,
+            explain: true,
         };
         let h = header(c);
         assert!(h.contains("out_of_place_cpu_time_us,"));
         assert!(h.contains(",in_place_cv_pct,timestamp\n"));
-        let r = record("x", &row(), c);
+        assert!(h.ends_with(",timestamp,out_of_place_algo,out_of_place_proto,out_of_place_channels,out_of_place_path,out_of_place_model_us,in_place_algo,in_place_proto,in_place_channels,in_place_path,in_place_model_us\n"));
+        let cells = [
+            ["Ring", "LL", "4", "network: sockets", "12.5"].map(String::from),
+            Default::default(),
+        ];
+        let r = record_explained("x", &row(), c, &cells);
         assert_eq!(h.split(',').count(), r.split(',').count());
-        assert!(r.ends_with(",,,,,2026-12-02 12:57:44\n"));
+        assert!(r.ends_with(",,,,,2026-12-02 12:57:44,Ring,LL,4,network: sockets,12.5,,,,,\n"), "{r}");
     }
 
     #[test]

@@ -98,11 +98,11 @@ pub fn conclude(out: &mut Output) -> (String, bool) {
         return (String::new(), false);
     };
     let run = rows.run(&program);
-    let hw = nccl_perf_explain::hardware::probe(rows.first_pci().as_deref(), Path::new("/"));
+    let hw = nccl_perf_explain::hardware::probe(rows.first_pci().as_deref(), Path::new("/sys"));
     let x = nccl_perf_explain::explain(&run, &hw, &rows.skus);
     let gate = rows.gate;
     let failed = gate_fails(gate, x.percent_of_expected);
-    let mut text: String = x.lines.iter().map(|l| format!("# {l}\n")).collect();
+    let mut text = x.to_text();
     if let Some(g) = gate {
         text.push_str(&match (x.percent_of_expected, failed) {
             (Some(p), true) => format!("# Explain gate: FAILED: {p:.0} % of expected, below {g} %\n"),

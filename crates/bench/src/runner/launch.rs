@@ -87,7 +87,7 @@ fn guarded(
     }
     let target = match output {
         Some(o) => {
-            let (target, line) = output::create_target(o, &run_info(opts, program), args)?;
+            let (target, line) = output::create_target(o, &run_info(opts, program), args, opts.explain.is_some())?;
             print!("{line}");
             Some(target)
         }

@@ -13,6 +13,7 @@ use crate::options::{OutputFile, OutputFormat};
 use crate::report::json::{self, JsonReport};
 use crate::report::split::SplitGroup;
 use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, csv, format, table};
+use nccl_perf_explain::observed::Seen;
 use std::fs::File;
 use std::io::{Seek, Write};
 use std::path::Path;
@@ -22,8 +23,9 @@ use std::sync::{Arc, Mutex};
 pub enum Target {
     /// `-J file.json`: the document, shared with the watchdog.
     Json(JsonFile),
-    /// `-J file.csv`: records are appended as rows complete, so a failed run keeps its rows.
-    Csv(File),
+    /// `-J file.csv`: records are appended as rows complete, so a failed run keeps its rows;
+    /// with the columns of its header.
+    Csv(File, csv::Columns),
 }
 
 /// Creates the `-J` file (never overwriting: `file.json.0`, `.1`, … if it exists), writes its
@@ -33,16 +35,20 @@ pub fn create_target(
     output: &OutputFile,
     info: &RunInfo,
     args: Vec<String>,
+    explain: bool,
 ) -> Result<(Target, String)> {
     let path = &output.path;
     let (mut file, actual) = json::open_exclusive(path).map_err(|e| cannot_write(path, &e))?;
     let writing = output.format.format().writing_line(&actual);
     if output.format == OutputFormat::Csv {
-        let header = csv::header(csv::Columns::of(info));
-        file.write_all(header.as_bytes())
+        let columns = csv::Columns {
+            explain,
+            ..csv::Columns::of(info)
+        };
+        file.write_all(csv::header(columns).as_bytes())
             .and_then(|_| file.flush())
             .map_err(|e| cannot_write(&actual, &e))?;
-        return Ok((Target::Csv(file), writing));
+        return Ok((Target::Csv(file, columns), writing));
     }
     let env = json::filtered_env(
         std::env::vars_os()
@@ -175,7 +181,7 @@ pub struct Output {
     printing: bool,
     json: Option<JsonFile>,
     /// `-J file.csv`: records are written as rows complete, so a failed run keeps its rows.
-    csv: Option<File>,
+    csv: Option<(File, csv::Columns)>,
     busbw_sum: f64,
     halves: u64,
     /// `--explain` at world rank 0: the rows and what NCCL reported for them.
@@ -188,7 +194,7 @@ impl Output {
     pub fn new(info: RunInfo, printing: bool, target: Option<Target>) -> Output {
         let (json, csv) = match target {
             Some(Target::Json(j)) => (Some(j), None),
-            Some(Target::Csv(f)) => (None, Some(f)),
+            Some(Target::Csv(f, c)) => (None, Some((f, c))),
             None => (None, None),
         };
         Output {
@@ -219,7 +225,7 @@ impl Output {
         self.explained.is_some()
     }
 
-    /// The rows kept for `--explain`, if any, to which NCCL's reports are added.
+    /// The rows kept for `--explain`, if any.
     pub fn explained(&mut self) -> Option<&mut super::explain::Rows> {
         self.explained.as_mut()
     }
@@ -255,6 +261,20 @@ impl Output {
 
     /// Prints a row, records it in the JSON document and in the average.
     pub fn row(&mut self, r: &RowResult) {
+        self.row_with(r, &Default::default());
+    }
+
+    /// [`Output::row`] with what NCCL reported for each half (`--explain`): kept for the
+    /// explanation and written in the CSV file's explain columns.
+    pub fn row_explained(&mut self, r: &RowResult, seen: [Option<Seen>; 2]) {
+        let cells = [Seen::cells(seen[0].as_ref()), Seen::cells(seen[1].as_ref())];
+        self.row_with(r, &cells);
+        if let Some(x) = &mut self.explained {
+            x.add(r, seen);
+        }
+    }
+
+    fn row_with(&mut self, r: &RowResult, cells: &[[String; 5]; 2]) {
         let line = table::row(r, &self.info);
         self.print(&line);
         self.busbw_sum += r.out_of_place.busbw + r.in_place.busbw;
@@ -262,8 +282,12 @@ impl Output {
         if let Some(j) = &self.json {
             j.add_row(r);
         }
-        if let Some(f) = &mut self.csv {
-            let record = csv::record(&self.info.program, r, csv::Columns::of(&self.info));
+        if let Some((f, columns)) = &mut self.csv {
+            let record = if columns.explain {
+                csv::record_explained(&self.info.program, r, *columns, cells)
+            } else {
+                csv::record(&self.info.program, r, *columns)
+            };
             if let Err(e) = f.write_all(record.as_bytes()).and_then(|_| f.flush()) {
                 // Said once, as the JSON file's failures are; the rows after it are not
                 // written (the file may end inside a record).
@@ -361,7 +385,7 @@ mod tests {
         let d = dir("stages");
         let p = d.join("r.json");
         let (target, line) =
-            create_target(&out(&p), &info(), vec!["all_reduce_perf".into()]).unwrap();
+            create_target(&out(&p), &info(), vec!["all_reduce_perf".into()], false).unwrap();
         assert_eq!(line, format!("# Writing JSON output to {}\n", p.display()));
         // Created before any GPU work: already a complete document, without devices.
         let v = parsed(&p);
@@ -406,7 +430,7 @@ mod tests {
         let p = d.join("r.json");
         // An existing file is never overwritten.
         std::fs::write(&p, "keep").unwrap();
-        let (target, line) = create_target(&out(&p), &info(), vec![]).unwrap();
+        let (target, line) = create_target(&out(&p), &info(), vec![], false).unwrap();
         assert!(line.ends_with("r.json.0\n"), "{line}");
         let mut out = Output::new(info(), false, Some(target));
         out.row(&row());
@@ -428,8 +452,8 @@ mod tests {
     fn csv_gets_its_header_at_creation() {
         let d = dir("csv");
         let p = d.join("r.csv");
-        let (target, line) = create_target(&out(&p), &info(), vec![]).unwrap();
-        assert!(matches!(target, Target::Csv(_)));
+        let (target, line) = create_target(&out(&p), &info(), vec![], false).unwrap();
+        assert!(matches!(target, Target::Csv(..)));
         assert!(line.starts_with("# Writing CSV output to "));
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with("collective,size,count,"), "{text}");
@@ -444,7 +468,7 @@ mod tests {
             eprintln!("skipped: no /dev/full");
             return;
         };
-        let mut o = Output::new(info(), false, Some(Target::Csv(full)));
+        let mut o = Output::new(info(), false, Some(Target::Csv(full, csv::Columns::default())));
         o.row(&row());
         assert!(o.csv.is_none());
         o.row(&row());
@@ -454,7 +478,7 @@ mod tests {
     #[test]
     fn unwritable_paths_are_argument_errors() {
         let p = Path::new("/nonexistent/dir/x.json");
-        let e = create_target(&out(p), &info(), vec![]).err().unwrap();
+        let e = create_target(&out(p), &info(), vec![], false).err().unwrap();
         assert_eq!(e.exit_code(), 255);
         let msg = e.to_string();
         assert!(

@@ -263,9 +263,10 @@ fn test_loops(
                                 timestamp: e.opts.report_timestamps.then(crate::host::local_time),
                                 iterations: e.opts.iters,
                             };
-                            o.row(&r);
-                            if let Some(x) = o.explained() {
-                                x.add(&r, [seen_oop, seen_ip]);
+                            if explain {
+                                o.row_explained(&r, [seen_oop, seen_ip]);
+                            } else {
+                                o.row(&r);
                             }
                         }
                     }
