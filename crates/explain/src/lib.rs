@@ -3,8 +3,36 @@
 //! a table of expected bus bandwidths per GPU model), and a verdict in plain words.
 //!
 //! This crate is pure logic: the benchmark fills [`observed::Run`] from NCCL's profiler and
-//! tuner plugin interfaces (`crates/capture`) and from the hardware it reads; the `nccl-perf`
-//! tool fills the same type from a log or a JSON file, where NCCL's view is missing. Either way
-//! [`explain`] turns it into lines and fields.
+//! tuner plugin interfaces (`crates/capture`) and from the hardware it reads
+//! ([`hardware::probe`]); the `nccl-perf` tool fills the same type from a log or a JSON file,
+//! where NCCL's view is missing. Either way [`explain`] turns it into lines and fields.
+//! docs/explain.md is the user's guide.
 
+#![deny(unsafe_code)]
+
+pub mod ceiling;
+pub mod factor;
+pub mod hardware;
+mod judge;
+mod nics;
+mod nvml;
 pub mod observed;
+pub mod render;
+pub mod sku;
+pub mod verdict;
+
+pub use hardware::{Hardware, probe};
+pub use sku::SkuTable;
+pub use verdict::{Explanation, RowFields, explain};
+
+impl Explanation {
+    /// The lines and the verdict as text, each line after `# ` (what the benchmarks and the
+    /// tool print after a table).
+    pub fn to_text(&self) -> String {
+        self.lines
+            .iter()
+            .map(|l| format!("# {l}\n"))
+            .chain(std::iter::once(format!("# verdict: {}\n", self.verdict)))
+            .collect()
+    }
+}

@@ -21,10 +21,22 @@ pub struct Run {
     /// GPU model names as the device lines show them (e.g. `NVIDIA H200`), one per rank where
     /// known.
     pub gpu_names: Vec<String>,
+    /// Each rank's real host and GPU (device lines, or the run itself), where known: several
+    /// ranks on one `(host, bus id)` are ranks posing as hosts on one GPU.
+    pub rank_devices: Vec<RankDevice>,
     /// The table's rows, in order.
     pub rows: Vec<Row>,
     /// Whether NCCL's view could be captured, and if not, why.
     pub capture: Capture,
+}
+
+/// Where one rank runs: its real host name and its GPU's PCI bus id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RankDevice {
+    /// Host name as the device line shows it.
+    pub host: String,
+    /// PCI bus id (`0000:04:00` or `0000:04:00.0`; compared as given).
+    pub pci_bus_id: String,
 }
 
 /// One row of the table, one half of it: out-of-place or in-place.

@@ -1,0 +1,184 @@
+//! The verdict over the large rows: the measured busbw with its percentages of NCCL's model,
+//! the hardware ceiling and the published figure, then plain words: a diagnosis where the
+//! evidence points to one, else how the figure compares.
+
+use crate::ceiling::{Ceiling, Scope, Shape};
+use crate::hardware::Hardware;
+use crate::observed::{Net, Path, Run};
+use crate::render::{gbs, size};
+use crate::sku::{Expectation, SkuTable};
+use crate::verdict::{RowFields, is_special, median_busbw, median_of, percent};
+
+/// The verdict and the gate's figure.
+pub(crate) struct Judged {
+    pub verdict: String,
+    pub percent_of_expected: Option<f64>,
+    pub expected_basis: Option<String>,
+}
+
+/// Diagnoses the evidence supports, one sentence each.
+fn diagnoses(run: &Run, hw: &Hardware, skus: &SkuTable, shape: &Shape) -> Vec<String> {
+    let mut out = Vec::new();
+    let paths: Vec<&Path> = run
+        .rows
+        .iter()
+        .filter_map(|r| r.seen.as_ref())
+        .map(|s| &s.path)
+        .collect();
+    let rdma = hw.rdma_nics();
+    if paths
+        .iter()
+        .any(|p| matches!(p, Path::Network(Net::Socket)))
+        && !rdma.is_empty()
+    {
+        let kinds: std::collections::BTreeSet<&str> = rdma.iter().map(|n| n.kind.label()).collect();
+        out.push(format!(
+            "NCCL used sockets although {} {} port(s) are up",
+            rdma.len(),
+            kinds.into_iter().collect::<Vec<_>>().join("/")
+        ));
+    }
+    if shape.nnodes == 1
+        && shape.nranks > 1
+        && !shape.one_gpu
+        && paths.iter().any(|p| matches!(p, Path::Network(_)))
+    {
+        out.push("NCCL went through the network inside one node (no peer-to-peer or shared-memory path was used)".into());
+    }
+    if let Some(gpu) = &hw.gpu {
+        let spec = skus.gpu(&gpu.name);
+        let active = gpu.active_links();
+        if let Some(s) = spec.filter(|s| s.nvlink_links > 0) {
+            if active == 0 && shape.nranks > 1 {
+                out.push(format!(
+                    "no NVLink link is up although the {} has {}",
+                    gpu.name, s.nvlink_links
+                ));
+            } else if (active as u32) < s.nvlink_links && active > 0 {
+                out.push(format!(
+                    "only {active} of the {}'s {} NVLink links are up",
+                    gpu.name, s.nvlink_links
+                ));
+            }
+        }
+        if let Some(p) = gpu.pcie
+            && let (Some(g), Some(w), Some(mg), Some(mw)) =
+                (p.cur_gen, p.cur_width, p.max_gen, p.max_width)
+            && (g < mg || w < mw)
+        {
+            out.push(format!(
+                "the GPU's PCIe link runs at Gen{g} x{w}, below its Gen{mg} x{mw} (an idle GPU may train down; under load this is a fault)"
+            ));
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn judge(
+    run: &Run,
+    hw: &Hardware,
+    skus: &SkuTable,
+    shape: &Shape,
+    large: &[usize],
+    rows: &[RowFields],
+    ceiling: Option<&Ceiling>,
+    expectation: Option<&Expectation>,
+) -> Judged {
+    let mut judged = Judged {
+        verdict: String::new(),
+        percent_of_expected: None,
+        expected_basis: None,
+    };
+    let Some(measured) = median_busbw(run, large) else {
+        judged.verdict = format!("{}: no rows to judge", run.collective);
+        return judged;
+    };
+    let from = large.iter().map(|&i| run.rows[i].bytes).min().unwrap_or(0);
+    let head = format!("{} ≥ {}", run.collective, size(from));
+    let gpu = hw
+        .gpu
+        .as_ref()
+        .map(|g| g.name.clone())
+        .or_else(|| run.gpu_names.first().cloned());
+    let diag = diagnoses(run, hw, skus, shape);
+    match is_special(ceiling) {
+        Some(Scope::OneRank) => {
+            let algbw = crate::verdict::median_of_algbw(run, large);
+            let of = ceiling
+                .and_then(|c| c.algbw_gbs)
+                .and_then(|c| algbw.map(|a| a / c * 100.0))
+                .map(|p| format!(", {} of half the memory bandwidth", percent(p)))
+                .unwrap_or_default();
+            judged.verdict = format!(
+                "{head}: one rank, algbw {}{of} — a device-local copy, no interconnect: busbw is not a link figure here",
+                algbw.map_or("n/a".into(), gbs)
+            );
+            return judged;
+        }
+        Some(Scope::OneGpuSeveralRanks) => {
+            judged.verdict = format!(
+                "{head}: busbw {} with {} ranks on one GPU posing as hosts — loopback sockets, not a hardware figure",
+                gbs(measured),
+                run.nranks
+            );
+            return judged;
+        }
+        _ => {}
+    }
+    let of_model = median_of(rows, large, |r| r.percent_of_model);
+    let of_ceiling = median_of(rows, large, |r| r.percent_of_ceiling);
+    let of_expected = median_of(rows, large, |r| r.percent_of_expected);
+    let mut parts = vec![format!("busbw {}", gbs(measured))];
+    if let Some(p) = of_model {
+        parts.push(format!("{} of NCCL's model", percent(p)));
+    }
+    if let (Some(p), Some(c)) = (of_ceiling, ceiling) {
+        parts.push(format!("{} of the {} ceiling", percent(p), c.limit));
+    }
+    if let (Some(p), Some(e)) = (of_expected, expectation) {
+        parts.push(format!(
+            "{} of the published {}",
+            percent(p),
+            gbs(e.busbw_gbs)
+        ));
+        judged.percent_of_expected = Some(p);
+        judged.expected_basis = Some(format!(
+            "the SKU table's {} ({})",
+            gbs(e.busbw_gbs),
+            e.source
+        ));
+    } else if let Some(p) = of_model {
+        judged.percent_of_expected = Some(p);
+        judged.expected_basis = Some("NCCL's own cost model".into());
+    }
+    let algo = large
+        .iter()
+        .filter_map(|&i| rows[i].algo.clone())
+        .next()
+        .unwrap_or_else(|| "NCCL's choice".into());
+    let on = format!("{} × {}", run.nranks, gpu.as_deref().unwrap_or("GPUs"));
+    let words = if !diag.is_empty() {
+        diag.join("; ")
+    } else if let Some(p) = of_expected {
+        if p >= 85.0 {
+            format!("as expected for {algo} on {on}")
+        } else if p >= 60.0 {
+            format!("below the published figure for {on}")
+        } else {
+            format!("far below the published figure for {on}")
+        }
+    } else if let Some(p) = of_model {
+        if p >= 85.0 {
+            format!("as NCCL's model predicts for {algo} on {on}")
+        } else {
+            "slower than NCCL's own model predicts".into()
+        }
+    } else if of_ceiling.is_some() {
+        "no published figure or NCCL model to compare with: only the hardware ceiling".into()
+    } else {
+        "nothing to compare with (no NCCL model, no published figure, no known ceiling)".into()
+    };
+    judged.verdict = format!("{head}: {} — {words}", parts.join(", "));
+    judged
+}

@@ -1,0 +1,135 @@
+//! Formatting helpers for the lines: sizes, bandwidths, percentages, and the per-size lines
+//! that group consecutive rows where NCCL made the same choice.
+
+use crate::observed::{Net, Path, Row};
+use crate::verdict::RowFields;
+
+/// `1 GiB`, `512 MiB`, `8 B`: the largest binary unit that divides evenly, else one decimal.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A bandwidth in GB/s with sensible digits.
+pub fn gbs(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v >= 100.0 {
+        format!("{v:.0} GB/s")
+    } else if v >= 10.0 {
+        format!("{v:.1} GB/s")
+    } else {
+        format!("{v:.2} GB/s")
+    }
+}
+
+/// A percentage, whole.
+pub fn pct(v: f64) -> String {
+    format!("{v:.0} %")
+}
+
+/// The transport path in words.
+pub fn path(p: &Path) -> String {
+    match p {
+        Path::Unknown => "path unknown".into(),
+        Path::IntraNode => "inside the node".into(),
+        Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
+        Path::Network(Net::Socket) => "network: sockets".into(),
+        Path::Network(Net::Plugin(Some(n))) => format!("network: plugin {n}"),
+        Path::Network(Net::Plugin(None)) => "network: a net plugin".into(),
+    }
+}
+
+/// `a–b` for a range of values, `a` when they agree.
+fn range<T: PartialOrd + Copy>(vals: &[T], show: impl Fn(T) -> String) -> Option<String> {
+    let lo = *vals
+        .iter()
+        .min_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))?;
+    let hi = *vals
+        .iter()
+        .max_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))?;
+    Some(if lo == hi {
+        show(lo)
+    } else {
+        format!("{}–{}", show(lo), show(hi))
+    })
+}
+
+/// One line per run of consecutive sizes with the same algorithm, protocol and path (both
+/// halves of a size together): channels, NCCL's predicted busbw and measured/predicted, and
+/// the pair NCCL's model rated best when it is not the one used.
+pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let key = |r: &RowFields| (r.algo.clone(), r.proto.clone(), r.path.clone());
+        let k = key(&fields[i]);
+        let mut j = i + 1;
+        while j < rows.len() && key(&fields[j]) == k {
+            j += 1;
+        }
+        let group = &fields[i..j];
+        if group.iter().all(|f| !f.seen) {
+            i = j;
+            continue;
+        }
+        let sizes =
+            range(&group.iter().map(|f| f.bytes).collect::<Vec<_>>(), size).unwrap_or_default();
+        let choice = match (&k.0, &k.1) {
+            (Some(a), Some(p)) => format!("{a}/{p}"),
+            (Some(a), None) => a.clone(),
+            (None, Some(p)) => format!("point-to-point/{p}"),
+            (None, None) => "point-to-point".into(),
+        };
+        let mut line = format!("{sizes}: {choice}");
+        let ch: Vec<u32> = group.iter().filter_map(|f| f.channels).collect();
+        if let Some(c) = range(&ch, |c| c.to_string()) {
+            line += &format!(", {c} channels");
+        }
+        line += &format!(", {}", k.2);
+        let pred: Vec<f64> = group.iter().filter_map(|f| f.predicted_busbw).collect();
+        let of_model: Vec<f64> = group.iter().filter_map(|f| f.percent_of_model).collect();
+        if let (Some(p), Some(m)) = (range(&pred, gbs), range(&of_model, pct)) {
+            line += &format!("; NCCL's model: busbw {p}, measured {m} of it");
+        }
+        let better: Vec<&str> = group
+            .iter()
+            .filter_map(|f| f.best_pair.as_deref())
+            .filter(|b| *b != choice)
+            .collect();
+        if let Some(b) = better.first() {
+            line += &format!("; the model rated {b} faster for {} row(s)", better.len());
+        }
+        out.push(line);
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(size(1 << 30), "1 GiB");
+        assert_eq!(size(8), "8 B");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(u64::MAX), "16777216 TiB");
+        assert_eq!(gbs(352.4), "352 GB/s");
+        assert_eq!(gbs(11.04), "11.0 GB/s");
+        assert_eq!(gbs(f64::NAN), "n/a");
+        assert_eq!(range(&[3, 1, 2], |v| v.to_string()).unwrap(), "1–3");
+        assert_eq!(range::<u32>(&[], |v| v.to_string()), None);
+    }
+}

@@ -1,0 +1,261 @@
+use super::*;
+use crate::hardware::{Gpu, Nic, NicKind, NvLink};
+use crate::observed::{Model, RankDevice, Seen};
+
+fn hw(links: u32, nics: Vec<(NicKind, f64)>) -> Hardware {
+    Hardware {
+        gpu: Some(Gpu {
+            name: "NVIDIA H200".into(),
+            nvlink: (0..18)
+                .map(|index| NvLink {
+                    index,
+                    active: index < links,
+                    version: Some(4),
+                })
+                .collect(),
+            pcie: None,
+        }),
+        nics: nics
+            .into_iter()
+            .enumerate()
+            .map(|(i, (kind, rate_gbps))| Nic {
+                name: format!("n{i}"),
+                kind,
+                rate_gbps,
+                active: true,
+                numa_node: None,
+            })
+            .collect(),
+        notes: vec![],
+    }
+}
+
+/// An all_reduce sweep 1 MiB..4 GiB whose large rows reach `busbw`, with NCCL's report.
+fn run(nranks: u32, nnodes: u32, busbw: f64, path: Path, algo: &str) -> Run {
+    let factor = bus_factor("all_reduce", nranks).unwrap();
+    let rows = (20..=32)
+        .flat_map(|p| {
+            let bytes = 1u64 << p;
+            let bw = if bytes >= LARGE { busbw } else { busbw / 4.0 };
+            let time_us = bytes as f64 * factor / bw / 1e3;
+            [false, true].map(|in_place| Row {
+                bytes,
+                in_place,
+                time_us,
+                algbw: bw / factor,
+                busbw: bw,
+                seen: Some(Seen {
+                    algo: Some(algo.into()),
+                    proto: Some("Simple".into()),
+                    channels: Some(if bytes >= LARGE { 32 } else { 16 }),
+                    path: path.clone(),
+                    model: Some(Model {
+                        costs: vec![
+                            (algo.into(), "Simple".into(), time_us * 0.97),
+                            ("Tree".into(), "LL".into(), time_us * 5.0),
+                        ],
+                    }),
+                }),
+            })
+        })
+        .collect();
+    Run {
+        collective: "all_reduce".into(),
+        nranks,
+        nnodes,
+        ranks_per_node: nranks / nnodes.max(1),
+        nccl_version: 22803,
+        gpu_names: vec!["NVIDIA H200".into(); nranks as usize],
+        rows,
+        capture: Capture::Live {
+            profiler: true,
+            tuner: true,
+            notes: vec![],
+        },
+        ..Run::default()
+    }
+}
+
+#[test]
+fn eight_h200_on_nvls_as_expected() {
+    let r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    assert_eq!(e.rows.len(), r.rows.len());
+    let v = &e.verdict;
+    assert!(
+        v.starts_with("all_reduce ≥ 1 GiB: busbw 470 GB/s, 97 % of NCCL's model"),
+        "{v}"
+    );
+    assert!(v.contains("of the NVLink ceiling"), "{v}");
+    assert!(v.contains("98 % of the published 480 GB/s"), "{v}");
+    assert!(
+        v.ends_with("as expected for NVLS on 8 × NVIDIA H200"),
+        "{v}"
+    );
+    assert_eq!(e.percent_of_expected.map(|p| p.round()), Some(98.0));
+    let text = e.to_text();
+    assert!(text.contains("# 1 MiB–4 GiB: NVLS/Simple, 16–32 channels, inside the node; NCCL's model: busbw 121 GB/s–485 GB/s, measured 97 % of it\n"), "{text}");
+    assert!(v.contains("60 % of the NVLink ceiling"), "{v}");
+    assert!(
+        text.contains("# published: busbw 480 GB/s at 8 GiB"),
+        "{text}"
+    );
+    assert!(text.contains("NCCL 2.28.3"), "{text}");
+    let large = &e.rows[e.rows.len() - 1];
+    assert_eq!(large.best_pair.as_deref(), Some("NVLS/Simple"));
+    assert_eq!(large.ceiling_busbw, Some(450.0 * 1.75));
+}
+
+#[test]
+fn sockets_with_ib_present_are_named() {
+    let r = run(16, 2, 11.0, Path::Network(Net::Socket), "Ring");
+    let nics = vec![(NicKind::Ib, 400.0); 8]
+        .into_iter()
+        .chain([(NicKind::Ethernet, 100.0)])
+        .collect();
+    let e = explain(&r, &hw(18, nics), &SkuTable::builtin());
+    assert!(
+        e.verdict.contains("busbw 11.0 GB/s")
+            && e.verdict
+                .contains("NCCL used sockets although 8 InfiniBand port(s) are up"),
+        "{}",
+        e.verdict
+    );
+    // The ceiling over sockets is the Ethernet port: 12.5 GB/s.
+    assert!(
+        e.verdict.contains("88 % of the network ceiling"),
+        "{}",
+        e.verdict
+    );
+}
+
+#[test]
+fn links_down_and_network_inside_a_node_are_named() {
+    let r = run(8, 1, 300.0, Path::Network(Net::Ib), "Ring");
+    let e = explain(
+        &r,
+        &hw(12, vec![(NicKind::Ib, 400.0)]),
+        &SkuTable::builtin(),
+    );
+    assert!(
+        e.verdict
+            .contains("NCCL went through the network inside one node"),
+        "{}",
+        e.verdict
+    );
+    assert!(
+        e.verdict
+            .contains("only 12 of the NVIDIA H200's 18 NVLink links are up"),
+        "{}",
+        e.verdict
+    );
+    let e = explain(&r, &hw(0, vec![]), &SkuTable::builtin());
+    assert!(
+        e.verdict
+            .contains("no NVLink link is up although the NVIDIA H200 has 18"),
+        "{}",
+        e.verdict
+    );
+}
+
+#[test]
+fn a_log_says_what_it_cannot_know() {
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    for row in &mut r.rows {
+        row.seen = None;
+    }
+    r.capture = Capture::FromLog;
+    let hw = Hardware {
+        notes: vec!["hardware not read: explaining a log".into()],
+        ..Hardware::default()
+    };
+    let e = explain(&r, &hw, &SkuTable::builtin());
+    let text = e.to_text();
+    assert!(text.contains("are not in a log"), "{text}");
+    assert!(text.contains("from the datasheet"), "{text}");
+    assert!(
+        e.verdict.contains("60 % of the NVLink ceiling"),
+        "{}",
+        e.verdict
+    );
+    assert!(
+        text.contains("# hardware: hardware not read: explaining a log"),
+        "{text}"
+    );
+    assert!(!text.contains("# 1 MiB"), "{text}");
+    assert!(
+        e.verdict
+            .ends_with("as expected for NCCL's choice on 8 × NVIDIA H200"),
+        "{}",
+        e.verdict
+    );
+    assert_eq!(
+        e.expected_basis
+            .as_deref()
+            .map(|b| b.starts_with("the SKU table's 480 GB/s")),
+        Some(true)
+    );
+}
+
+#[test]
+fn one_rank_and_posing_ranks() {
+    let mut r = run(1, 1, 0.0, Path::IntraNode, "Ring");
+    for row in &mut r.rows {
+        row.busbw = 0.0;
+        row.algbw = 1200.0;
+        row.time_us = row.bytes as f64 / 1200.0 / 1e3;
+    }
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    assert!(
+        e.verdict
+            .contains("one rank, algbw 1200 GB/s, 50 % of half the memory bandwidth"),
+        "{}",
+        e.verdict
+    );
+    assert_eq!(e.percent_of_expected, None);
+    let mut r = run(4, 4, 3.0, Path::Network(Net::Socket), "Ring");
+    r.rank_devices = vec![
+        RankDevice {
+            host: "box".into(),
+            pci_bus_id: "0000:04:00".into()
+        };
+        4
+    ];
+    let e = explain(
+        &r,
+        &hw(18, vec![(NicKind::Ib, 400.0)]),
+        &SkuTable::builtin(),
+    );
+    assert!(
+        e.verdict
+            .contains("posing as hosts — loopback sockets, not a hardware figure"),
+        "{}",
+        e.verdict
+    );
+    assert!(e.to_text().contains("no hardware ceiling"));
+}
+
+#[test]
+fn nothing_breaks_on_empty_nan_or_zero_input() {
+    let e = explain(&Run::default(), &Hardware::default(), &SkuTable::default());
+    assert!(e.verdict.contains("no rows to judge"), "{}", e.verdict);
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    for (i, row) in r.rows.iter_mut().enumerate() {
+        row.time_us = [0.0, f64::NAN, f64::INFINITY, -1.0][i % 4];
+        row.busbw = [f64::NAN, 0.0, 1.0, f64::INFINITY][i % 4];
+        if let Some(m) = row.seen.as_mut().and_then(|s| s.model.as_mut()) {
+            m.costs.push(("NVLS".into(), "LL".into(), f64::NAN));
+            m.costs[0].2 = 0.0;
+        }
+    }
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    for f in &e.rows {
+        for v in [f.percent_of_model, f.percent_of_ceiling, f.predicted_busbw]
+            .into_iter()
+            .flatten()
+        {
+            assert!(v.is_finite());
+        }
+    }
+    assert!(!e.verdict.is_empty());
+}
