@@ -33,7 +33,8 @@ pub struct Run {
 /// Where one rank runs: its real host name and its GPU's PCI bus id.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RankDevice {
-    /// Host name as the device line shows it.
+    /// The physical host: the benchmarks give its kernel's boot id (ranks posing as hosts share
+    /// it whatever their host names), a log gives the device line's host name.
     pub host: String,
     /// PCI bus id (`0000:04:00` or `0000:04:00.0`; compared as given).
     pub pci_bus_id: String,

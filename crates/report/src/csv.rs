@@ -87,7 +87,12 @@ const EXPLAIN_COLUMNS: [&str; 5] = ["algo", "proto", "channels", "path", "model_
 
 /// One record for row `r` of `program`, with `--explain`'s cells of each half (out-of-place,
 /// in-place; empty cells where unknown), with its newline.
-pub fn record_explained(program: &str, r: &RowResult, c: Columns, cells: &[[String; 5]; 2]) -> String {
+pub fn record_explained(
+    program: &str,
+    r: &RowResult,
+    c: Columns,
+    cells: &[[String; 5]; 2],
+) -> String {
     let mut line = record(program, r, c);
     line.pop();
     for v in cells.iter().flatten() {
@@ -219,7 +224,10 @@ mod tests {
         ];
         let r = record_explained("x", &row(), c, &cells);
         assert_eq!(h.split(',').count(), r.split(',').count());
-        assert!(r.ends_with(",,,,,2026-12-02 12:57:44,Ring,LL,4,network: sockets,12.5,,,,,\n"), "{r}");
+        assert!(
+            r.ends_with(",,,,,2026-12-02 12:57:44,Ring,LL,4,network: sockets,12.5,,,,,\n"),
+            "{r}"
+        );
     }
 
     #[test]

@@ -107,7 +107,10 @@ impl Fingerprint {
         ];
         // --explain adds one untimed call per size and half on every rank; its table
         // (--explain-sku) and gate are world rank 0's alone.
-        let explain = format!("--explain {}", if o.explain.is_some() { "on" } else { "off" });
+        let explain = format!(
+            "--explain {}",
+            if o.explain.is_some() { "on" } else { "off" }
+        );
         Fingerprint(
             items
                 .into_iter()

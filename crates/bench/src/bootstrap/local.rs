@@ -21,16 +21,21 @@ pub fn this_host_hash() -> u64 {
     host_identity_hash(crate::environment::HOSTID.get().as_deref())
 }
 
+/// The running kernel's boot id (`/proc/sys/kernel/random/boot_id`), empty when unreadable.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
 /// [`this_host_hash`] for a given `NCCL_HOSTID` value (`None`: unset).
 pub fn host_identity_hash(nccl_hostid: Option<&str>) -> u64 {
     match nccl_hostid {
         Some(id) if !id.is_empty() => host_hash(id, ""),
-        _ => {
-            let boot =
-                std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-            let token = boot.split_whitespace().next().unwrap_or("");
-            host_hash(&crate::host::short_hostname(), token)
-        }
+        _ => host_hash(&crate::host::short_hostname(), &boot_id()),
     }
 }
 

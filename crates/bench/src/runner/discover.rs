@@ -128,7 +128,12 @@ pub(super) fn discover(
     if let Some(x) = &opts.explain
         && out.printing()
     {
-        out.explain_rows(super::explain::Rows::new(x, &infos, nccl_version)?);
+        out.explain_rows(super::explain::Rows::new(
+            x,
+            &infos,
+            &records,
+            nccl_version,
+        )?);
     }
 
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));

@@ -58,7 +58,8 @@ pub fn check_and_plan(
     if boot.world_rank() == 0 {
         let text = render(opts, coll, program, boot, &records, &plan, &located);
         print!("{text}");
-        if opts.explain.is_some() {
+        if let Some(x) = &opts.explain {
+            super::explain::check_table(x)?;
             print!("{}", super::explain::dry_run_line());
         }
     }

@@ -4,19 +4,22 @@
 //! ([`Rows`]), and after the footer the explanation (`nccl-perf-explain`) printed, added to the
 //! `-J` JSON document and, with `--explain-gate`, turned into the exit code.
 
-use super::measure::Worker;
 use super::engine::Shape;
+use super::measure::Worker;
 use super::output::Output;
+use super::placement::ProcessRecord;
 use crate::error::{Error, Result};
 use crate::options::ExplainOptions;
 use crate::report::{DeviceInfo, RowResult};
-use nccl_perf_explain::observed::{self, Capture, Row, Seen};
+use nccl_perf_explain::observed::{self, Capture, RankDevice, Row, Seen};
 use nccl_perf_explain::sku::SkuTable;
 use std::path::Path;
 
 /// The rows of the run at world rank 0, with what NCCL reported for each half.
 pub struct Rows {
     devices: Vec<DeviceInfo>,
+    /// Each rank's machine and GPU.
+    rank_devices: Vec<RankDevice>,
     nccl_version: i32,
     rows: Vec<Row>,
     /// The table of expected bus bandwidths (`--explain-sku`, else the built-in one).
@@ -28,14 +31,29 @@ pub struct Rows {
 impl Rows {
     /// Rows of a run on `devices` (every rank's device line) with NCCL `nccl_version`; reads
     /// `--explain-sku`'s table (an error names the file and the line).
-    pub fn new(x: &ExplainOptions, devices: &[DeviceInfo], nccl_version: i32) -> Result<Rows> {
-        let skus = match &x.sku {
-            None => SkuTable::builtin(),
-            Some(path) => SkuTable::load(path)
-                .map_err(|e| Error::Usage(format!("--explain-sku {}: {e}", path.display())))?,
-        };
+    pub fn new(
+        x: &ExplainOptions,
+        devices: &[DeviceInfo],
+        records: &[ProcessRecord],
+        nccl_version: i32,
+    ) -> Result<Rows> {
+        let skus = table(x)?;
+        let rank_devices = records
+            .iter()
+            .flat_map(|r| {
+                r.gpus.iter().map(|g| RankDevice {
+                    host: if r.machine.is_empty() {
+                        r.host.clone()
+                    } else {
+                        r.machine.clone()
+                    },
+                    pci_bus_id: g.identity.clone().unwrap_or_default(),
+                })
+            })
+            .collect();
         Ok(Rows {
             devices: devices.to_vec(),
+            rank_devices,
             nccl_version,
             rows: Vec::new(),
             skus,
@@ -74,6 +92,7 @@ impl Rows {
             ranks_per_node: per_host.iter().map(|(_, n)| *n).max().unwrap_or(0),
             nccl_version: self.nccl_version,
             gpu_names: self.devices.iter().map(|d| d.name.clone()).collect(),
+            rank_devices: self.rank_devices.clone(),
             rows: self.rows.clone(),
             capture: capture(self.nccl_version),
         }
@@ -88,6 +107,20 @@ impl Rows {
             )
         })
     }
+}
+
+/// `--explain-sku`'s table, else the built-in one; an error names the file and the line.
+fn table(x: &ExplainOptions) -> Result<SkuTable> {
+    match &x.sku {
+        None => Ok(SkuTable::builtin()),
+        // The error names the file (and the line).
+        Some(path) => SkuTable::load(path).map_err(|e| Error::Usage(format!("--explain-sku: {e}"))),
+    }
+}
+
+/// The dry run's check of `--explain-sku` (world rank 0, which reads it in a run).
+pub fn check_table(x: &ExplainOptions) -> Result<()> {
+    table(x).map(|_| ())
 }
 
 /// After the table, at world rank 0: the explanation as `#` lines (returned, printed after the
@@ -147,7 +180,11 @@ pub fn capture(version: i32) -> Capture {
             version_text(version)
         ));
     }
-    let mut notes: Vec<String> = [&i.profiler, &i.tuner].into_iter().flatten().cloned().collect();
+    let mut notes: Vec<String> = [&i.profiler, &i.tuner]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
     let mut profiler = i.profiler.is_none();
     if profiler && version < 22700 {
         profiler = false;
@@ -210,5 +247,87 @@ impl Worker<'_> {
         let rank = self.gpus.first().map_or(0, |g| g.rank()) as i32;
         let net = nccl_perf_capture::installed().and_then(|i| i.net_name.clone());
         Ok(taken.seen(rank, net))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::HalfResult;
+
+    fn device(rank: i64, host: &str) -> DeviceInfo {
+        DeviceInfo {
+            rank,
+            group: 0,
+            pid: 1,
+            hostname: host.into(),
+            device: rank,
+            pci_domain: 0,
+            pci_bus: 0x18,
+            pci_device: 0,
+            name: "NVIDIA H200".into(),
+        }
+    }
+
+    fn half(busbw: f64) -> HalfResult {
+        HalfResult {
+            time_us: 10.0,
+            algbw: busbw,
+            busbw,
+            wrong: Some(0.0),
+            per_iter: None,
+        }
+    }
+
+    #[test]
+    fn the_run_counts_nodes_and_keeps_both_halves() {
+        let devices = [device(0, "a"), device(1, "a"), device(2, "b")];
+        let mut rows = Rows {
+            devices: devices.to_vec(),
+            rank_devices: Vec::new(),
+            nccl_version: 22803,
+            rows: Vec::new(),
+            skus: SkuTable::builtin(),
+            gate: None,
+        };
+        let r = RowResult {
+            size: 1 << 20,
+            count: 1 << 18,
+            dtype: "float".into(),
+            op: "sum".into(),
+            root: -1,
+            out_of_place: half(5.0),
+            in_place: half(6.0),
+            timestamp: None,
+            iterations: 20,
+        };
+        let seen = Seen {
+            channels: Some(2),
+            ..Seen::default()
+        };
+        rows.add(&r, [None, Some(seen.clone())]);
+        let run = rows.run("all_reduce_perf");
+        assert_eq!(run.collective, "all_reduce");
+        assert_eq!((run.nranks, run.nnodes, run.ranks_per_node), (3, 2, 2));
+        assert_eq!(run.rows.len(), 2);
+        assert!(!run.rows[0].in_place && run.rows[1].in_place);
+        assert_eq!(run.rows[1].busbw, 6.0);
+        assert_eq!(run.rows[1].seen, Some(seen));
+        assert_eq!(rows.first_pci().as_deref(), Some("0000:18:00.0"));
+    }
+
+    #[test]
+    fn the_gate_fails_below_it_and_without_a_figure() {
+        assert!(!gate_fails(None, Some(1.0)));
+        assert!(!gate_fails(Some(80.0), Some(80.0)));
+        assert!(gate_fails(Some(80.0), Some(79.9)));
+        assert!(gate_fails(Some(80.0), None));
+    }
+
+    #[test]
+    fn nothing_is_captured_without_the_plugins() {
+        assert_eq!(version_text(22803), "2.28.3");
+        // This test binary never installed the plugins.
+        assert!(matches!(capture(22803), Capture::Unavailable(_)));
     }
 }

@@ -87,7 +87,8 @@ fn guarded(
     }
     let target = match output {
         Some(o) => {
-            let (target, line) = output::create_target(o, &run_info(opts, program), args, opts.explain.is_some())?;
+            let (target, line) =
+                output::create_target(o, &run_info(opts, program), args, opts.explain.is_some())?;
             print!("{line}");
             Some(target)
         }

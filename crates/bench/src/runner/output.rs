@@ -468,7 +468,11 @@ mod tests {
             eprintln!("skipped: no /dev/full");
             return;
         };
-        let mut o = Output::new(info(), false, Some(Target::Csv(full, csv::Columns::default())));
+        let mut o = Output::new(
+            info(),
+            false,
+            Some(Target::Csv(full, csv::Columns::default())),
+        );
         o.row(&row());
         assert!(o.csv.is_none());
         o.row(&row());
@@ -478,7 +482,9 @@ mod tests {
     #[test]
     fn unwritable_paths_are_argument_errors() {
         let p = Path::new("/nonexistent/dir/x.json");
-        let e = create_target(&out(p), &info(), vec![], false).err().unwrap();
+        let e = create_target(&out(p), &info(), vec![], false)
+            .err()
+            .unwrap();
         assert_eq!(e.exit_code(), 255);
         let msg = e.to_string();
         assert!(

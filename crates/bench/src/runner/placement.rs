@@ -166,6 +166,10 @@ pub struct ProcessRecord {
     pub host: String,
     /// Host hash (same host ⇔ same hash).
     pub host_hash: u64,
+    /// The running kernel's boot id: one machine whatever its host name or `NCCL_HOSTID` (ranks
+    /// posing as hosts share it), for `--explain`; empty when unknown.
+    #[serde(default)]
+    pub machine: String,
     /// Process id.
     pub pid: u32,
     /// Local rank.
@@ -195,6 +199,7 @@ impl ProcessRecord {
             group: boot.group().color,
             host: crate::host::short_hostname(),
             host_hash: crate::bootstrap::local::this_host_hash(),
+            machine: crate::bootstrap::local::boot_id(),
             pid: std::process::id(),
             local_rank: boot.local_rank(),
             visible,
@@ -341,6 +346,7 @@ pub fn agree(
 /// A record from another process, safe to print: its texts cleaned of control characters.
 fn clean(mut r: ProcessRecord) -> ProcessRecord {
     r.host = peer_text::host(&r.host);
+    r.machine = peer_text::clean(&r.machine, 64);
     r.problem = r.problem.map(|p| peer_text::clean(&p, 1000));
     for g in &mut r.gpus {
         g.name = peer_text::clean(&g.name, 128);

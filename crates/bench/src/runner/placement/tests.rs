@@ -107,6 +107,7 @@ fn record(rank: usize, host: &str, devices: &[i64]) -> ProcessRecord {
         group: 0,
         host: host.into(),
         host_hash: host.len() as u64 * 1000 + host.as_bytes()[0] as u64,
+        machine: String::new(),
         pid: 100 + rank as u32,
         local_rank: 0,
         visible: Some(8),
