@@ -16,6 +16,8 @@ fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         for s in EXPORTED {
             println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic-symbol={s}");
+            // The overhead bench's `--explain` (benches/overhead.rs).
+            println!("cargo:rustc-link-arg-benches=-Wl,--export-dynamic-symbol={s}");
         }
     }
 }

@@ -10,7 +10,11 @@
 //! cargo bench --bench overhead -- sendrecv all_reduce  # some of them
 //! cargo bench --bench overhead -- --sizes 8,64K --quick
 //! cargo bench --bench overhead -- --iters 200            # longer loops: per-loop costs fade
+//! cargo bench --bench overhead -- --explain              # with --explain's plugins loaded
 //! ```
+//!
+//! `--explain` loads `--explain`'s NCCL plugins first (disarmed, as during a run's timed loops):
+//! comparing a run with it to one without shows what the loaded plugins cost NCCL's calls.
 //!
 //! Per collective, size and half it prints the median time per operation of the bare loop and
 //! of ours, `delta_us` = median over repeats of ours − the mean of the two bare loops around it
@@ -90,12 +94,14 @@ struct Args {
     quick: bool,
     /// Operations per timed loop instead of the schedule's.
     iters: Option<u64>,
+    /// `--explain`: NCCL loads `--explain`'s plugins (disarmed, as in a run's timed loops).
+    explain: bool,
 }
 
 fn usage() -> String {
     let names: Vec<&str> = all().iter().map(|c| c.name()).collect();
     format!(
-        "usage: overhead [COLLECTIVE ...] [--sizes 8,1K,64K,8M,1G] [--quick] [--iters N]\n  collectives: {}",
+        "usage: overhead [COLLECTIVE ...] [--sizes 8,1K,64K,8M,1G] [--quick] [--iters N] [--explain]\n  collectives: {}",
         names.join(" ")
     )
 }
@@ -106,6 +112,7 @@ fn args() -> Result<Args, String> {
         sizes: SIZES.to_vec(),
         quick: false,
         iters: None,
+        explain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(w) = it.next() {
@@ -113,6 +120,7 @@ fn args() -> Result<Args, String> {
             // cargo bench passes --bench to harness-less benchmarks.
             "--bench" => {}
             "--quick" => a.quick = true,
+            "--explain" => a.explain = true,
             "--iters" => {
                 let n = it.next().ok_or("--iters needs a number")?;
                 a.iters = Some(
@@ -324,6 +332,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.explain {
+        // Before NCCL is loaded, as the benchmarks do: both loops then run with the plugins
+        // loaded and their activation mask empty.
+        let i = nccl_perf_bench::gpu::plugins::install();
+        println!("explain plugins: profiler {:?}, tuner {:?} (None: ours)", i.profiler, i.tuner);
+    }
     if let Err(e) = driver::init()
         .and_then(|_| driver::device_count())
         .and_then(|n| {
