@@ -53,10 +53,10 @@ pub struct Shape {
 impl Shape {
     /// The shape of `run`.
     pub fn of(run: &Run) -> Shape {
-        let devices: std::collections::BTreeSet<(&str, &str)> = run
+        let devices: std::collections::BTreeSet<(&str, &str, Option<i64>)> = run
             .rank_devices
             .iter()
-            .map(|d| (d.host.as_str(), d.pci_bus_id.as_str()))
+            .map(|d| (d.host.as_str(), d.pci_bus_id.as_str(), d.device))
             .collect();
         let one_gpu = run.nranks > 1
             && run.rank_devices.len() >= 2

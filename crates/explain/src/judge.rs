@@ -91,11 +91,11 @@ pub(crate) fn judge(
         expected_basis: None,
     };
     let Some(measured) = median_busbw(run, large) else {
-        judged.verdict = format!("{}: no rows to judge", run.collective);
+        judged.verdict = format!("{}: no rows to judge", crate::verdict::collective_name(run));
         return judged;
     };
     let from = large.iter().map(|&i| run.rows[i].bytes).min().unwrap_or(0);
-    let head = format!("{} ≥ {}", run.collective, size(from));
+    let head = format!("{} ≥ {}", crate::verdict::collective_name(run), size(from));
     let gpu = hw
         .gpu
         .as_ref()

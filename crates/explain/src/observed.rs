@@ -38,6 +38,9 @@ pub struct RankDevice {
     pub host: String,
     /// PCI bus id (`0000:04:00` or `0000:04:00.0`; compared as given).
     pub pci_bus_id: String,
+    /// CUDA device ordinal, when known: old logs print only the bus number (`[0x00]` for
+    /// every GPU of some systems), so ranks count as sharing a GPU only when this agrees too.
+    pub device: Option<i64>,
 }
 
 /// One row of the table, one half of it: out-of-place or in-place.

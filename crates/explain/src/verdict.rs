@@ -207,7 +207,7 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         )),
         None => lines.push(format!(
             "published: no SKU table row for {} on {} × {} {} (--explain-sku adds one)",
-            run.collective,
+            collective_name(run),
             run.nnodes,
             run.ranks_per_node,
             gpu.as_deref().unwrap_or("an unknown GPU")
@@ -233,8 +233,21 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
     }
 }
 
+/// The collective's name for the lines (a log from before nccl-tests named its tests has none).
+pub(crate) fn collective_name(run: &Run) -> &str {
+    if run.collective.is_empty() {
+        "the collective (not named in the log)"
+    } else {
+        &run.collective
+    }
+}
+
 fn headline(run: &Run, gpu: Option<&str>) -> String {
-    let mut s = format!("explain: {} on {} rank(s)", run.collective, run.nranks);
+    let mut s = format!(
+        "explain: {} on {} rank(s)",
+        collective_name(run),
+        run.nranks
+    );
     if run.nnodes > 0 {
         s += &format!(", {} node(s)", run.nnodes);
         if run.ranks_per_node > 0 {

@@ -147,6 +147,7 @@ fn one_rank_is_a_copy_and_posing_ranks_have_no_ceiling() {
         RankDevice {
             host: "h".into(),
             pci_bus_id: "0000:04:00".into(),
+            device: Some(0),
         };
         4
     ];
@@ -162,5 +163,10 @@ fn one_rank_is_a_copy_and_posing_ranks_have_no_ceiling() {
     assert!(c.basis.contains("no hardware ceiling"));
     // The same bus id on different hosts is an ordinary multi-node job.
     r.rank_devices[1].host = "other".into();
+    assert!(!Shape::of(&r).one_gpu);
+    // Old logs print `[0x00]` for every GPU: different ordinals are different GPUs.
+    r.rank_devices[1].host = "h".into();
+    assert!(Shape::of(&r).one_gpu);
+    r.rank_devices[1].device = Some(1);
     assert!(!Shape::of(&r).one_gpu);
 }

@@ -217,7 +217,8 @@ fn one_rank_and_posing_ranks() {
     r.rank_devices = vec![
         RankDevice {
             host: "box".into(),
-            pci_bus_id: "0000:04:00".into()
+            pci_bus_id: "0000:04:00".into(),
+            device: Some(0),
         };
         4
     ];

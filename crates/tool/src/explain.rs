@@ -1,0 +1,125 @@
+//! `nccl-perf report --explain`: what can be judged from a log or a JSON file alone. The run
+//! becomes an [`observed::Run`] (collective from the program name, ranks, nodes from the
+//! device lines' host names, GPU names, rows), NCCL's view is [`Capture::FromLog`] and the
+//! hardware is not read; `nccl_perf_explain::explain` compares what is left with the SKU
+//! table and says what it cannot know.
+
+use std::collections::BTreeMap;
+
+use nccl_perf_explain::observed::{self, Capture, RankDevice};
+use nccl_perf_explain::{Hardware, SkuTable, explain};
+use nccl_perf_report::health;
+use nccl_perf_report::run::Run;
+
+/// The note every explanation of a log carries.
+pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from the SKU \
+                            table's datasheet rows where the GPU is known)";
+
+/// `run` as explain sees it.
+pub fn observed(run: &Run) -> observed::Run {
+    let program = run.info.program.as_str();
+    let collective = program
+        .strip_suffix("_mpi")
+        .unwrap_or(program)
+        .strip_suffix("_perf")
+        .unwrap_or(program)
+        .to_string();
+    let nranks = health::ranks(run)
+        .or_else(|| health::ranks_from_bandwidth(run))
+        .unwrap_or(0);
+    // Upstream's JSON keeps one device per process: each stands for this many ranks.
+    let per_device = if run.devices.is_empty() {
+        1
+    } else {
+        (nranks / run.devices.len()).max(1)
+    };
+    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &run.devices {
+        *per_host.entry(d.hostname.as_str()).or_default() += per_device;
+    }
+    let u32_of = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let rows = run
+        .rows
+        .iter()
+        .flat_map(|r| {
+            [(&r.out_of_place, false), (&r.in_place, true)].map(|(h, in_place)| observed::Row {
+                bytes: r.size,
+                in_place,
+                time_us: h.time_us,
+                algbw: h.algbw,
+                busbw: h.busbw,
+                seen: None,
+            })
+        })
+        .collect();
+    observed::Run {
+        collective,
+        nranks: u32_of(nranks),
+        nnodes: u32_of(per_host.len()),
+        ranks_per_node: u32_of(per_host.values().copied().max().unwrap_or(0)),
+        nccl_version: run.nccl_version,
+        gpu_names: run.devices.iter().map(|d| d.name.clone()).collect(),
+        rank_devices: run
+            .devices
+            .iter()
+            .map(|d| RankDevice {
+                host: d.hostname.clone(),
+                pci_bus_id: format!(
+                    "{:04x}:{:02x}:{:02x}",
+                    d.pci_domain, d.pci_bus, d.pci_device
+                ),
+                device: Some(d.device),
+            })
+            .collect(),
+        rows,
+        capture: Capture::FromLog,
+    }
+}
+
+/// The explanation of `run`, as `# ` lines.
+pub fn text(run: &Run, skus: &SkuTable) -> String {
+    let hw = Hardware {
+        notes: vec![NOT_READ.to_string()],
+        ..Hardware::default()
+    };
+    explain(&observed(run), &hw, skus).to_text()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nccl_perf_report::parse::{ParseOptions, parse_log};
+
+    const LOG: &str = "\
+# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   6899 on a device  0 [0000:04:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   6900 on a device  1 [0000:05:00] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid   6733 on b device  0 [0000:04:00] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid   6734 on b device  1 [0000:05:00] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+  1073741824     268435456     float     sum      -1   6759.0  158.86  238.29      0   6737.4  159.37  239.06      0
+  2147483648     536870912     float     sum      -1    12646  169.81  254.72      0    12641  169.88  254.82      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 246.7
+#
+";
+
+    #[test]
+    fn a_log_becomes_an_observed_run() {
+        let runs = parse_log(LOG, "x.log", &ParseOptions::default()).unwrap();
+        let o = observed(&runs[0]);
+        assert_eq!((o.nranks, o.nnodes, o.ranks_per_node), (4, 2, 2));
+        assert_eq!(o.rows.len(), 4);
+        assert_eq!(o.rank_devices[2].pci_bus_id, "0000:04:00");
+        assert_eq!(o.gpu_names[0], "NVIDIA H100 80GB HBM3");
+        let t = text(&runs[0], &SkuTable::builtin());
+        assert!(t.contains("# explain: "), "{t}");
+        assert!(t.contains("2 node(s)"), "{t}");
+        assert!(t.contains("# verdict: "), "{t}");
+    }
+}
