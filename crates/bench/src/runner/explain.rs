@@ -48,6 +48,7 @@ impl Rows {
                         r.machine.clone()
                     },
                     pci_bus_id: g.identity.clone().unwrap_or_default(),
+                    device: Some(g.device),
                 })
             })
             .collect();
