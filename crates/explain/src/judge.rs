@@ -61,13 +61,19 @@ fn diagnoses(run: &Run, hw: &Hardware, skus: &SkuTable, shape: &Shape) -> Vec<St
                 ));
             }
         }
+        // An idle GPU may train its link down: only a fault when PCIe carries the data (no
+        // NVLink up, or the network's GPUDirect path).
+        let pcie_carries =
+            active == 0 || paths.iter().any(|p| matches!(p, Path::Network(_))) || shape.nnodes > 1;
         if let Some(p) = gpu.pcie
             && let (Some(g), Some(w), Some(mg), Some(mw)) =
                 (p.cur_gen, p.cur_width, p.max_gen, p.max_width)
             && (g < mg || w < mw)
+            && pcie_carries
         {
             out.push(format!(
-                "the GPU's PCIe link runs at Gen{g} x{w}, below its Gen{mg} x{mw} (an idle GPU may train down; under load this is a fault)"
+                "the GPU's PCIe link runs at Gen{g} x{w}, below its Gen{mg} x{mw} (read when \
+                 the GPU may have been idle: a fault if it stays so under load)"
             ));
         }
     }
@@ -158,9 +164,8 @@ pub(crate) fn judge(
         .next()
         .unwrap_or_else(|| "NCCL's choice".into());
     let on = format!("{} × {}", run.nranks, gpu.as_deref().unwrap_or("GPUs"));
-    let words = if !diag.is_empty() {
-        diag.join("; ")
-    } else if let Some(p) = of_expected {
+    let fine = of_expected.or(of_model).is_some_and(|p| p >= 85.0);
+    let mut words = if let Some(p) = of_expected {
         if p >= 85.0 {
             format!("as expected for {algo} on {on}")
         } else if p >= 60.0 {
@@ -179,6 +184,13 @@ pub(crate) fn judge(
     } else {
         "nothing to compare with (no NCCL model, no published figure, no known ceiling)".into()
     };
+    if !diag.is_empty() {
+        words = if fine {
+            format!("{words}; yet {}", diag.join("; "))
+        } else {
+            format!("{}; {words}", diag.join("; "))
+        };
+    }
     judged.verdict = format!("{head}: {} — {words}", parts.join(", "));
     judged
 }

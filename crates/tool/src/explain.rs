@@ -18,7 +18,7 @@ pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from 
 /// `run` as explain sees it.
 pub fn observed(run: &Run) -> observed::Run {
     let program = run.info.program.as_str();
-    let collective = program
+    let mut collective = program
         .strip_suffix("_mpi")
         .unwrap_or(program)
         .strip_suffix("_perf")
@@ -27,6 +27,14 @@ pub fn observed(run: &Run) -> observed::Run {
     let nranks = health::ranks(run)
         .or_else(|| health::ranks_from_bandwidth(run))
         .unwrap_or(0);
+    let mut notes = Vec::new();
+    if collective.is_empty() && is_all_reduce(run, nranks) {
+        collective = "all_reduce".into();
+        notes.push(format!(
+            "the log does not name its test: all_reduce inferred from busbw/algbw = 2(n−1)/n \
+             with n = {nranks} (no other benchmark has a factor above 1)"
+        ));
+    }
     // Upstream's JSON keeps one device per process: each stands for this many ranks.
     let per_device = if run.devices.is_empty() {
         1
@@ -73,7 +81,25 @@ pub fn observed(run: &Run) -> observed::Run {
             .collect(),
         rows,
         capture: Capture::FromLog,
+        notes,
     }
+}
+
+/// Whether the rows' busbw/algbw is all_reduce's 2(n−1)/n (n > 2: on 2 ranks it is 1, as for
+/// broadcast, reduce and sendrecv), on the row with the largest algbw (two printed decimals are
+/// too coarse below 5 GB/s).
+fn is_all_reduce(run: &Run, nranks: usize) -> bool {
+    let Some(row) = run
+        .rows
+        .iter()
+        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
+        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))
+    else {
+        return false;
+    };
+    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    let n = nranks as f64;
+    nranks > 2 && alg >= 5.0 && ((bus / alg) / (2.0 * (n - 1.0) / n) - 1.0).abs() < 0.01
 }
 
 /// The explanation of `run`, as `# ` lines.
