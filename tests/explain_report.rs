@@ -104,6 +104,19 @@ fn sixteen_h100_over_two_hosts_without_nic_figures() {
 }
 
 #[test]
+fn markdown_fences_the_lines() {
+    let out = stdout(&tool(&[
+        "report",
+        "--explain",
+        "--format",
+        "markdown",
+        ONE_H200,
+    ]));
+    assert!(out.contains("\n```text\n# explain: all_reduce"), "{out}");
+    assert!(out.trim_end().ends_with("```"), "{out}");
+}
+
+#[test]
 fn json_keeps_standard_output_a_document() {
     let out = tool(&["report", "--explain", "--format", "json", ONE_H200]);
     let text = stdout(&out);

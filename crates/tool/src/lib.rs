@@ -260,7 +260,13 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
                 let mut text = String::new();
                 for run in &runs {
                     text += &format.render(std::slice::from_ref(run));
-                    text += &explain::text(run, &skus);
+                    let lines = explain::text(run, &skus);
+                    // In Markdown `# ` lines would be headings: a fenced block keeps them text.
+                    if format.name() == "markdown" {
+                        text += &format!("\n```text\n{lines}```\n");
+                    } else {
+                        text += &lines;
+                    }
                 }
                 emit(None, &text)?;
             } else {
