@@ -79,7 +79,7 @@ fn a100_sxm4_eight_gpus_against_the_datasheet() {
     );
     // Both halves of 1, 2, 4 and 8 GiB: the median is 234.x GB/s.
     assert!(
-        out.contains("# verdict: all_reduce ≥ 1 GiB: busbw 234 GB/s, 78 % of the NVLink ceiling, 100 % of the published 235 GB/s — as expected for NCCL's choice on 8 × A100-SXM4-40GB"),
+        out.contains("# verdict: all_reduce ≥ 1 GiB: busbw 234 GB/s, 78 % of the NVLink ceiling, 100 % of the published 235 GB/s — as expected on 8 × A100-SXM4-40GB"),
         "{out}"
     );
     // all_gather's factor is not all_reduce's: nothing inferred.

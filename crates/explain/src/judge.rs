@@ -158,16 +158,17 @@ pub(crate) fn judge(
         judged.percent_of_expected = Some(p);
         judged.expected_basis = Some("NCCL's own cost model".into());
     }
+    // " for Ring" when NCCL reported its algorithm for the large sizes.
     let algo = large
         .iter()
-        .filter_map(|&i| rows[i].algo.clone())
-        .next()
-        .unwrap_or_else(|| "NCCL's choice".into());
+        .find_map(|&i| rows[i].algo.clone())
+        .map(|a| format!(" for {a}"))
+        .unwrap_or_default();
     let on = format!("{} × {}", run.nranks, gpu.as_deref().unwrap_or("GPUs"));
     let fine = of_expected.or(of_model).is_some_and(|p| p >= 85.0);
     let mut words = if let Some(p) = of_expected {
         if p >= 85.0 {
-            format!("as expected for {algo} on {on}")
+            format!("as expected{algo} on {on}")
         } else if p >= 60.0 {
             format!("below the published figure for {on}")
         } else {
@@ -175,7 +176,7 @@ pub(crate) fn judge(
         }
     } else if let Some(p) = of_model {
         if p >= 85.0 {
-            format!("as NCCL's model predicts for {algo} on {on}")
+            format!("as NCCL's model predicts{algo} on {on}")
         } else {
             "slower than NCCL's own model predicts".into()
         }

@@ -49,7 +49,7 @@ impl Nvml {
         // SAFETY: loading the NVIDIA driver's own library runs its initialisers, which is how
         // every NVML user starts.
         let lib = unsafe { Library::new("libnvidia-ml.so.1") }
-            .map_err(|e| format!("NVML not available (libnvidia-ml.so.1: {e})"))?;
+            .map_err(|e| format!("NVML not available ({e})"))?;
         {
             // SAFETY: nvmlInit_v2 takes no argument and returns nvmlReturn_t.
             let init: Symbol<unsafe extern "C" fn() -> Ret> = unsafe { lib.get(b"nvmlInit_v2") }

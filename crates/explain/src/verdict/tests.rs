@@ -184,8 +184,7 @@ fn a_log_says_what_it_cannot_know() {
     );
     assert!(!text.contains("# 1 MiB"), "{text}");
     assert!(
-        e.verdict
-            .ends_with("as expected for NCCL's choice on 8 × NVIDIA H200"),
+        e.verdict.ends_with("as expected on 8 × NVIDIA H200"),
         "{}",
         e.verdict
     );
