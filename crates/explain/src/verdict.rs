@@ -301,7 +301,24 @@ fn capture_lines(run: &Run) -> Vec<String> {
                 .into(),
         ),
         Capture::Unavailable(why) => out.push(format!("NCCL's view not captured: {why}")),
-        Capture::Live { notes, .. } => {
+        Capture::Live {
+            profiler,
+            tuner,
+            notes,
+        } => {
+            if !profiler {
+                out.push(
+                    "capture: our profiler plugin was not loaded: NCCL's algorithm, protocol, \
+                     channels and path are not known"
+                        .into(),
+                );
+            }
+            if !tuner {
+                out.push(
+                    "capture: our tuner plugin was not loaded: NCCL's cost model is not known"
+                        .into(),
+                );
+            }
             out.extend(notes.iter().map(|n| format!("capture: {n}")));
             let missing = run.rows.iter().filter(|r| r.seen.is_none()).count();
             if missing > 0 {

@@ -351,3 +351,42 @@ fn unknown_shapes_say_why_no_figure_is_chosen() {
         "{t}"
     );
 }
+
+#[test]
+fn plugins_not_loaded_are_said() {
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    r.capture = Capture::Live {
+        profiler: true,
+        tuner: false,
+        notes: vec![
+            "a tuner plugin is configured (NCCL_TUNER_PLUGIN=x): NCCL's model not shown".into(),
+        ],
+    };
+    for row in &mut r.rows {
+        if let Some(s) = row.seen.as_mut() {
+            s.model = None;
+        }
+    }
+    r.rows[0].seen = None;
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    let t = e.to_text();
+    assert!(
+        t.contains("# capture: our tuner plugin was not loaded: NCCL's cost model is not known\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# capture: a tuner plugin is configured (NCCL_TUNER_PLUGIN=x)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# 1 of 26 row(s) without NCCL's report\n"),
+        "{t}"
+    );
+    assert!(!t.contains("NCCL's model: busbw"), "{t}");
+    assert_eq!(
+        e.expected_basis
+            .as_deref()
+            .map(|b| b.starts_with("the SKU table")),
+        Some(true)
+    );
+}
