@@ -6,10 +6,64 @@
 
 use std::collections::BTreeMap;
 
+use clap::{Arg, ArgAction};
+
 use nccl_perf_explain::observed::{self, Capture, RankDevice};
 use nccl_perf_explain::{Hardware, SkuTable, explain};
+use nccl_perf_report::formats::Format;
 use nccl_perf_report::health;
 use nccl_perf_report::run::Run;
+
+use crate::error::ToolError;
+
+/// `report`'s `--explain` and `--explain-sku`.
+pub fn args() -> [Arg; 2] {
+    [
+        Arg::new("explain")
+            .long("explain")
+            .action(ArgAction::SetTrue)
+            .conflicts_with("view")
+            .help("After each run, '#' lines explaining it: what can be judged from the log alone (GPU model, ranks, nodes, sizes) against the SKU table of published busbw figures and the GPU's datasheet links, and what a log cannot tell (NCCL's algorithm, protocol, path and cost model); text and markdown put them after each run's table, json and csv on standard error (docs/explain.md)"),
+        Arg::new("explain-sku")
+            .long("explain-sku")
+            .value_name("FILE")
+            .requires("explain")
+            .help("--explain: a SKU table of your own, extending the built-in one (or replacing it: 'builtin | no'); format in docs/explain.md"),
+    ]
+}
+
+/// `report --explain`'s standard output: each run's report followed by its explanation (text;
+/// Markdown in a fenced block), or for JSON and CSV the report alone with the explanations on
+/// standard error so that the document stays whole.
+pub fn report(
+    runs: &[Run],
+    format: &dyn Format,
+    sku: Option<&String>,
+) -> Result<String, ToolError> {
+    let skus = match sku {
+        Some(path) => SkuTable::load(std::path::Path::new(path))
+            .map_err(|e| ToolError::Usage(format!("--explain-sku: {e}")))?,
+        None => SkuTable::builtin(),
+    };
+    if !matches!(format.name(), "text" | "markdown") {
+        for run in runs {
+            eprint!("{}", text(run, &skus));
+        }
+        return Ok(format.render(runs));
+    }
+    let mut out = String::new();
+    for run in runs {
+        out += &format.render(std::slice::from_ref(run));
+        let lines = text(run, &skus);
+        // In Markdown `# ` lines would be headings: a fenced block keeps them text.
+        if format.name() == "markdown" {
+            out += &format!("\n```text\n{lines}```\n");
+        } else {
+            out += &lines;
+        }
+    }
+    Ok(out)
+}
 
 /// The note every explanation of a log carries.
 pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from the SKU \
