@@ -68,12 +68,27 @@ fn a100_sxm4_eight_gpus_against_the_datasheet() {
         out.contains("busbw ≤ 300 GB/s — one node, B = NVLink 12 links × 25 GB/s per direction"),
         "{out}"
     );
-    // The log does not name its test: the SKU row for all_reduce cannot be chosen.
+    // The log does not name its test; busbw/algbw = 1.75 on 8 ranks is all_reduce's factor.
     assert!(
-        out.contains("the collective (not named in the log)"),
+        out.contains("# the log does not name its test: all_reduce inferred"),
         "{out}"
     );
-    assert!(out.contains("of the NVLink ceiling"), "{out}");
+    assert!(
+        out.contains("# published: busbw 235 GB/s at 8 GiB"),
+        "{out}"
+    );
+    // Both halves of 1, 2, 4 and 8 GiB: the median is 234.x GB/s.
+    assert!(
+        out.contains("# verdict: all_reduce ≥ 1 GiB: busbw 234 GB/s, 78 % of the NVLink ceiling, 100 % of the published 235 GB/s — as expected on 8 × A100-SXM4-40GB"),
+        "{out}"
+    );
+    // all_gather's factor is not all_reduce's: nothing inferred.
+    let ag = stdout(&tool(&[
+        "report",
+        "--explain",
+        "tests/logs/superbench-allgather.log",
+    ]));
+    assert!(ag.contains("the collective (not named in the log)"), "{ag}");
 }
 
 #[test]
@@ -86,6 +101,19 @@ fn sixteen_h100_over_two_hosts_without_nic_figures() {
     assert!(out.contains("# explain: "), "{out}");
     assert!(out.contains("16 rank(s)"), "{out}");
     assert!(out.contains("# verdict: "), "{out}");
+}
+
+#[test]
+fn markdown_fences_the_lines() {
+    let out = stdout(&tool(&[
+        "report",
+        "--explain",
+        "--format",
+        "markdown",
+        ONE_H200,
+    ]));
+    assert!(out.contains("\n```text\n# explain: all_reduce"), "{out}");
+    assert!(out.trim_end().ends_with("```"), "{out}");
 }
 
 #[test]

@@ -14,10 +14,14 @@
 //! * all_reduce with in-network reduction (NVLS, NVLSTree, CollNet): each GPU sends and
 //!   receives the data once, so algbw ≤ B and busbw ≤ 2(n−1)/n × B (an upper bound; the
 //!   switch's reduction rate, not modelled, is lower in practice).
-//! * Across nodes, ring-type collectives (all_reduce, all_gather, reduce_scatter, broadcast,
-//!   reduce): each node's ranks send busbw × t bytes per channel ring through the node's NICs,
-//!   so busbw ≤ min(B, N), N = the node's NIC rates added up (Gb/s ÷ 8). CollNet all_reduce
-//!   (SHARP) halves the network traffic: busbw ≤ min(B, 2(n−1)/n × N).
+//! * Across nodes (m nodes), N = the node's NIC rates added up (Gb/s ÷ 8). Ring (and the
+//!   broadcast/reduce chains): each channel ring crosses each node once, carrying busbw × t
+//!   bytes, so busbw ≤ min(B, N). Other algorithms for all_reduce, all_gather and
+//!   reduce_scatter (Tree, NVLSTree, PAT, or not known): a node must at least send or receive
+//!   2(m−1)/m × S (all_reduce) or (m−1)/m × S (the other two) across the network, so
+//!   busbw ≤ min(B, (n−1)/n × m/(m−1) × N), which is above N for few nodes (2 nodes of 8:
+//!   1.875 N) and tends to N. CollNet all_reduce (SHARP) reduces in the network:
+//!   busbw ≤ min(B, 2(n−1)/n × N).
 //! * Across nodes, alltoall, alltoallv, gather, scatter: of each rank's (n−1)/n × S bytes,
 //!   (n−g)/n leave the node (g ranks per node) through the node's share N/g per rank:
 //!   busbw ≤ min(B, (n−1)/(n−g) × N/g). sendrecv and hypercube: busbw ≤ min(B, N/g)
@@ -199,7 +203,14 @@ pub fn ceiling(
         limit: limit.to_string(),
         basis,
     };
-    if shape.nranks <= 1 {
+    if shape.nranks == 0 {
+        return none(
+            Scope::Unknown,
+            "",
+            "the number of ranks is not known".into(),
+        );
+    }
+    if shape.nranks == 1 {
         return match spec.and_then(|s| s.hbm_gbs) {
             Some(hbm) => Ceiling {
                 scope: Scope::OneRank,
@@ -237,7 +248,6 @@ pub fn ceiling(
     // Without NCCL's report the algorithm is not known: on GPUs whose NVSwitch can reduce
     // (NVLink 4 and later, 18 links) NVLS may have run, so the looser bound is the ceiling.
     let nvls_possible = algo.is_none()
-        && shape.one_node()
         && spec.is_some_and(|s| s.nvlink_links >= 18)
         && hw.gpu.as_ref().is_none_or(|g| g.active_links() >= 18);
     let reduce_in_net = run.collective == "all_reduce" && (in_network(algo) || nvls_possible);
@@ -301,10 +311,31 @@ pub fn ceiling(
                 "(n−1)/(n−g) × N/g".to_string(),
             )
         }
-    } else if run.collective == "all_reduce" && algo.is_some_and(|a| a.starts_with("Collnet")) {
-        (k * net_b, "2(n−1)/n × N (CollNet)".to_string())
+    } else if run.collective == "all_reduce"
+        && algo.is_some_and(|a| a.to_ascii_lowercase().starts_with("collnet"))
+    {
+        (
+            bus_factor("all_reduce", shape.nranks).unwrap_or(1.0) * net_b,
+            "2(n−1)/n × N (CollNet reduces in the network)".to_string(),
+        )
+    } else if matches!(run.collective.as_str(), "broadcast" | "reduce")
+        || algo.is_some_and(|a| a.eq_ignore_ascii_case("ring"))
+    {
+        (
+            net_b,
+            "N (a ring crosses each node once per channel)".to_string(),
+        )
     } else {
-        (net_b, "N".to_string())
+        let m = f64::from(shape.nnodes);
+        (
+            (n - 1.0) / n * m / (m - 1.0) * net_b,
+            format!(
+                "(n−1)/n × m/(m−1) × N, m = {} nodes (the least traffic without in-network \
+                 reduction: {})",
+                shape.nnodes,
+                algo.map_or("algorithm not known".to_string(), |a| a.to_string())
+            ),
+        )
     };
     let (busbw, limit, basis) = match intra {
         Some((b, text, limit)) if k * b < net_ceiling => (

@@ -61,13 +61,19 @@ fn diagnoses(run: &Run, hw: &Hardware, skus: &SkuTable, shape: &Shape) -> Vec<St
                 ));
             }
         }
+        // An idle GPU may train its link down: only a fault when PCIe carries the data (no
+        // NVLink up, or the network's GPUDirect path).
+        let pcie_carries =
+            active == 0 || paths.iter().any(|p| matches!(p, Path::Network(_))) || shape.nnodes > 1;
         if let Some(p) = gpu.pcie
             && let (Some(g), Some(w), Some(mg), Some(mw)) =
                 (p.cur_gen, p.cur_width, p.max_gen, p.max_width)
             && (g < mg || w < mw)
+            && pcie_carries
         {
             out.push(format!(
-                "the GPU's PCIe link runs at Gen{g} x{w}, below its Gen{mg} x{mw} (an idle GPU may train down; under load this is a fault)"
+                "the GPU's PCIe link runs at Gen{g} x{w}, below its Gen{mg} x{mw} (read when \
+                 the GPU may have been idle: a fault if it stays so under load)"
             ));
         }
     }
@@ -152,17 +158,17 @@ pub(crate) fn judge(
         judged.percent_of_expected = Some(p);
         judged.expected_basis = Some("NCCL's own cost model".into());
     }
+    // " for Ring" when NCCL reported its algorithm for the large sizes.
     let algo = large
         .iter()
-        .filter_map(|&i| rows[i].algo.clone())
-        .next()
-        .unwrap_or_else(|| "NCCL's choice".into());
+        .find_map(|&i| rows[i].algo.clone())
+        .map(|a| format!(" for {a}"))
+        .unwrap_or_default();
     let on = format!("{} × {}", run.nranks, gpu.as_deref().unwrap_or("GPUs"));
-    let words = if !diag.is_empty() {
-        diag.join("; ")
-    } else if let Some(p) = of_expected {
+    let fine = of_expected.or(of_model).is_some_and(|p| p >= 85.0);
+    let mut words = if let Some(p) = of_expected {
         if p >= 85.0 {
-            format!("as expected for {algo} on {on}")
+            format!("as expected{algo} on {on}")
         } else if p >= 60.0 {
             format!("below the published figure for {on}")
         } else {
@@ -170,7 +176,7 @@ pub(crate) fn judge(
         }
     } else if let Some(p) = of_model {
         if p >= 85.0 {
-            format!("as NCCL's model predicts for {algo} on {on}")
+            format!("as NCCL's model predicts{algo} on {on}")
         } else {
             "slower than NCCL's own model predicts".into()
         }
@@ -179,6 +185,13 @@ pub(crate) fn judge(
     } else {
         "nothing to compare with (no NCCL model, no published figure, no known ceiling)".into()
     };
+    if !diag.is_empty() {
+        words = if fine {
+            format!("{words}; yet {}", diag.join("; "))
+        } else {
+            format!("{}; {words}", diag.join("; "))
+        };
+    }
     judged.verdict = format!("{head}: {} — {words}", parts.join(", "));
     judged
 }

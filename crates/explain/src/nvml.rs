@@ -49,15 +49,18 @@ impl Nvml {
         // SAFETY: loading the NVIDIA driver's own library runs its initialisers, which is how
         // every NVML user starts.
         let lib = unsafe { Library::new("libnvidia-ml.so.1") }
-            .map_err(|e| format!("NVML not available (libnvidia-ml.so.1: {e})"))?;
-        let nvml = Nvml { lib };
-        // SAFETY: nvmlInit_v2 takes no argument.
-        let rc = unsafe { nvml.call0("nvmlInit_v2") }?;
-        if rc != 0 {
-            // Not initialised: no shutdown on drop.
-            std::mem::forget(nvml);
-            return Err(format!("NVML could not start (nvmlInit_v2 returned {rc})"));
+            .map_err(|e| format!("NVML not available ({e})"))?;
+        {
+            // SAFETY: nvmlInit_v2 takes no argument and returns nvmlReturn_t.
+            let init: Symbol<unsafe extern "C" fn() -> Ret> = unsafe { lib.get(b"nvmlInit_v2") }
+                .map_err(|e| format!("NVML has no nvmlInit_v2: {e}"))?;
+            // SAFETY: as above.
+            let rc = unsafe { init() };
+            if rc != 0 {
+                return Err(format!("NVML could not start (nvmlInit_v2 returned {rc})"));
+            }
         }
+        let nvml = Nvml { lib };
         Ok(nvml)
     }
 

@@ -28,6 +28,9 @@ pub struct Run {
     pub rows: Vec<Row>,
     /// Whether NCCL's view could be captured, and if not, why.
     pub capture: Capture,
+    /// Lines about the input itself, printed after the headline (e.g. what a log reader
+    /// inferred rather than read).
+    pub notes: Vec<String>,
 }
 
 /// Where one rank runs: its real host name and its GPU's PCI bus id.

@@ -165,7 +165,7 @@ impl SkuTable {
     }
 
     /// The expectation for `collective` on `nodes` × `gpus_per_node` GPUs named `gpu`: an
-    /// exact node count before an `N+` row.
+    /// exact node count before an `N+` row, then the first in the table.
     pub fn expectation(
         &self,
         gpu: &str,
@@ -173,18 +173,33 @@ impl SkuTable {
         nodes: u32,
         gpus_per_node: u32,
     ) -> Option<&Expectation> {
+        self.expectations(gpu, collective, nodes, gpus_per_node)
+            .into_iter()
+            .next()
+    }
+
+    /// Every row that fits, the one [`SkuTable::expectation`] picks first (systems with the
+    /// same GPUs and shape but different networks publish different figures).
+    pub fn expectations(
+        &self,
+        gpu: &str,
+        collective: &str,
+        nodes: u32,
+        gpus_per_node: u32,
+    ) -> Vec<&Expectation> {
         let fits = |e: &&Expectation| {
             e.collective == collective
                 && e.gpus_per_node == gpus_per_node
                 && e.nodes.matches(nodes)
                 && e.gpu.iter().any(|g| same_gpu(g, gpu))
         };
-        let exact = self
-            .expectations
-            .iter()
-            .filter(fits)
-            .find(|e| matches!(e.nodes, Nodes::Exactly(_)));
-        exact.or_else(|| self.expectations.iter().find(fits))
+        let exact = |e: &&Expectation| matches!(e.nodes, Nodes::Exactly(_));
+        let all: Vec<&Expectation> = self.expectations.iter().filter(fits).collect();
+        all.iter()
+            .filter(|e| exact(e))
+            .chain(all.iter().filter(|e| !exact(e)))
+            .copied()
+            .collect()
     }
 }
 

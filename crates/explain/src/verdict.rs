@@ -8,7 +8,7 @@ use crate::factor::bus_factor;
 use crate::hardware::Hardware;
 use crate::observed::{Capture, Net, Path, Row, Run};
 use crate::render::{gbs, pct, size, size_lines};
-use crate::sku::SkuTable;
+use crate::sku::{Expectation, SkuTable};
 
 /// Rows at or above this size are "large" for the verdict (else the largest third).
 pub const LARGE: u64 = 1 << 30;
@@ -155,6 +155,7 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         .map(|g| g.name.clone())
         .or_else(|| run.gpu_names.first().cloned());
     let mut lines = vec![headline(run, gpu.as_deref())];
+    lines.extend(run.notes.iter().cloned());
     lines.extend(capture_lines(run));
     let ceilings: Vec<Ceiling> = run
         .rows
@@ -172,9 +173,11 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         .collect();
     lines.extend(size_lines(&run.rows, &rows));
     let large = large_rows(run);
-    let expectation = gpu
+    let expectations = gpu
         .as_deref()
-        .and_then(|g| skus.expectation(g, &run.collective, run.nnodes, run.ranks_per_node));
+        .map(|g| skus.expectations(g, &run.collective, run.nnodes, run.ranks_per_node))
+        .unwrap_or_default();
+    let expectation = expectations.first().copied();
     for &i in &large {
         if let Some(e) = expectation {
             rows[i].expected_busbw = Some(e.busbw_gbs);
@@ -190,29 +193,7 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         };
         lines.push(head + &c.basis);
     }
-    match expectation {
-        Some(e) => lines.push(format!(
-            "published: busbw {}{} for {} on {} × {} {} ({}{}): {}",
-            gbs(e.busbw_gbs),
-            e.size
-                .map(|s| format!(" at {}", size(s)))
-                .unwrap_or_default(),
-            e.collective,
-            run.nnodes,
-            e.gpus_per_node,
-            gpu.as_deref().unwrap_or(""),
-            e.measured,
-            if e.approximate { "; approximate" } else { "" },
-            e.source
-        )),
-        None => lines.push(format!(
-            "published: no SKU table row for {} on {} × {} {} (--explain-sku adds one)",
-            collective_name(run),
-            run.nnodes,
-            run.ranks_per_node,
-            gpu.as_deref().unwrap_or("an unknown GPU")
-        )),
-    }
+    lines.extend(published_lines(run, gpu.as_deref(), &expectations));
     lines.extend(hw.notes.iter().map(|n| format!("hardware: {n}")));
     let judged = crate::judge::judge(
         run,
@@ -240,6 +221,53 @@ pub(crate) fn collective_name(run: &Run) -> &str {
     } else {
         &run.collective
     }
+}
+
+/// The SKU table's figures for this run, or why there is none.
+fn published_lines(run: &Run, gpu: Option<&str>, found: &[&Expectation]) -> Vec<String> {
+    let missing = if gpu.is_none() {
+        Some("the GPU model is not known (no device lines)")
+    } else if run.collective.is_empty() {
+        Some("the log does not name the collective")
+    } else if run.nnodes == 0 || run.ranks_per_node == 0 {
+        Some("the number of nodes or of GPUs per node is not known")
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        return vec![format!("published: no figure can be chosen: {why}")];
+    }
+    let gpu = gpu.unwrap_or_default();
+    if found.is_empty() {
+        return vec![format!(
+            "published: no SKU table row for {} on {} × {} {gpu} (--explain-sku adds one)",
+            run.collective, run.nnodes, run.ranks_per_node
+        )];
+    }
+    found
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            format!(
+                "published{}: busbw {}{} for {} on {} × {} {gpu}{} ({}{}): {}",
+                if i == 0 { "" } else { " (also, not used)" },
+                gbs(e.busbw_gbs),
+                e.size
+                    .map(|s| format!(" at {}", size(s)))
+                    .unwrap_or_default(),
+                e.collective,
+                run.nnodes,
+                e.gpus_per_node,
+                e.network
+                    .as_deref()
+                    .map(|n| format!(", {n}"))
+                    .unwrap_or_default(),
+                e.measured,
+                if e.approximate { "; approximate" } else { "" },
+                e.source
+            )
+        })
+        .collect()
 }
 
 fn headline(run: &Run, gpu: Option<&str>) -> String {
@@ -273,7 +301,24 @@ fn capture_lines(run: &Run) -> Vec<String> {
                 .into(),
         ),
         Capture::Unavailable(why) => out.push(format!("NCCL's view not captured: {why}")),
-        Capture::Live { notes, .. } => {
+        Capture::Live {
+            profiler,
+            tuner,
+            notes,
+        } => {
+            if !profiler {
+                out.push(
+                    "capture: our profiler plugin was not loaded: NCCL's algorithm, protocol, \
+                     channels and path are not known"
+                        .into(),
+                );
+            }
+            if !tuner {
+                out.push(
+                    "capture: our tuner plugin was not loaded: NCCL's cost model is not known"
+                        .into(),
+                );
+            }
             out.extend(notes.iter().map(|n| format!("capture: {n}")));
             let missing = run.rows.iter().filter(|r| r.seen.is_none()).count();
             if missing > 0 {

@@ -6,10 +6,64 @@
 
 use std::collections::BTreeMap;
 
+use clap::{Arg, ArgAction};
+
 use nccl_perf_explain::observed::{self, Capture, RankDevice};
 use nccl_perf_explain::{Hardware, SkuTable, explain};
+use nccl_perf_report::formats::Format;
 use nccl_perf_report::health;
 use nccl_perf_report::run::Run;
+
+use crate::error::ToolError;
+
+/// `report`'s `--explain` and `--explain-sku`.
+pub fn args() -> [Arg; 2] {
+    [
+        Arg::new("explain")
+            .long("explain")
+            .action(ArgAction::SetTrue)
+            .conflicts_with("view")
+            .help("After each run, '#' lines explaining it: what can be judged from the log alone (GPU model, ranks, nodes, sizes) against the SKU table of published busbw figures and the GPU's datasheet links, and what a log cannot tell (NCCL's algorithm, protocol, path and cost model); text and markdown put them after each run's table, json and csv on standard error (docs/explain.md)"),
+        Arg::new("explain-sku")
+            .long("explain-sku")
+            .value_name("FILE")
+            .requires("explain")
+            .help("--explain: a SKU table of your own, extending the built-in one (or replacing it: 'builtin | no'); format in docs/explain.md"),
+    ]
+}
+
+/// `report --explain`'s standard output: each run's report followed by its explanation (text;
+/// Markdown in a fenced block), or for JSON and CSV the report alone with the explanations on
+/// standard error so that the document stays whole.
+pub fn report(
+    runs: &[Run],
+    format: &dyn Format,
+    sku: Option<&String>,
+) -> Result<String, ToolError> {
+    let skus = match sku {
+        Some(path) => SkuTable::load(std::path::Path::new(path))
+            .map_err(|e| ToolError::Usage(format!("--explain-sku: {e}")))?,
+        None => SkuTable::builtin(),
+    };
+    if !matches!(format.name(), "text" | "markdown") {
+        for run in runs {
+            eprint!("{}", text(run, &skus));
+        }
+        return Ok(format.render(runs));
+    }
+    let mut out = String::new();
+    for run in runs {
+        out += &format.render(std::slice::from_ref(run));
+        let lines = text(run, &skus);
+        // In Markdown `# ` lines would be headings: a fenced block keeps them text.
+        if format.name() == "markdown" {
+            out += &format!("\n```text\n{lines}```\n");
+        } else {
+            out += &lines;
+        }
+    }
+    Ok(out)
+}
 
 /// The note every explanation of a log carries.
 pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from the SKU \
@@ -18,7 +72,7 @@ pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from 
 /// `run` as explain sees it.
 pub fn observed(run: &Run) -> observed::Run {
     let program = run.info.program.as_str();
-    let collective = program
+    let mut collective = program
         .strip_suffix("_mpi")
         .unwrap_or(program)
         .strip_suffix("_perf")
@@ -27,6 +81,14 @@ pub fn observed(run: &Run) -> observed::Run {
     let nranks = health::ranks(run)
         .or_else(|| health::ranks_from_bandwidth(run))
         .unwrap_or(0);
+    let mut notes = Vec::new();
+    if collective.is_empty() && is_all_reduce(run, nranks) {
+        collective = "all_reduce".into();
+        notes.push(format!(
+            "the log does not name its test: all_reduce inferred from busbw/algbw = 2(n−1)/n \
+             with n = {nranks} (no other benchmark has a factor above 1)"
+        ));
+    }
     // Upstream's JSON keeps one device per process: each stands for this many ranks.
     let per_device = if run.devices.is_empty() {
         1
@@ -73,7 +135,25 @@ pub fn observed(run: &Run) -> observed::Run {
             .collect(),
         rows,
         capture: Capture::FromLog,
+        notes,
     }
+}
+
+/// Whether the rows' busbw/algbw is all_reduce's 2(n−1)/n (n > 2: on 2 ranks it is 1, as for
+/// broadcast, reduce and sendrecv), on the row with the largest algbw (two printed decimals are
+/// too coarse below 5 GB/s).
+fn is_all_reduce(run: &Run, nranks: usize) -> bool {
+    let Some(row) = run
+        .rows
+        .iter()
+        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
+        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))
+    else {
+        return false;
+    };
+    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    let n = nranks as f64;
+    nranks > 2 && alg >= 5.0 && ((bus / alg) / (2.0 * (n - 1.0) / n) - 1.0).abs() < 0.01
 }
 
 /// The explanation of `run`, as `# ` lines.

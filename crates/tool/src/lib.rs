@@ -114,20 +114,7 @@ fn command() -> Command {
                         .requires("view")
                         .help("--view nodes: processes per node, in rank order, when the run does not name each process' host"),
                 )
-                .arg(
-                    Arg::new("explain")
-                        .long("explain")
-                        .action(ArgAction::SetTrue)
-                        .conflicts_with("view")
-                        .help("After each run, '#' lines explaining it: what can be judged from the log alone (GPU model, ranks, nodes, sizes) against the SKU table of published busbw figures and the GPU's datasheet links, and what a log cannot tell (NCCL's algorithm, protocol, path and cost model); text and markdown put them after each run's table, json and csv on standard error (docs/explain.md)"),
-                )
-                .arg(
-                    Arg::new("explain-sku")
-                        .long("explain-sku")
-                        .value_name("FILE")
-                        .requires("explain")
-                        .help("--explain: a SKU table of your own, extending the built-in one (or replacing it: 'builtin | no'); format in docs/explain.md"),
-                )
+                .args(explain::args())
                 .arg(partial.clone()),
         )
         .subcommand(
@@ -247,28 +234,12 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
             let name = m.get_one::<String>("format").map_or("", String::as_str);
             let format = formats::by_name(name)
                 .ok_or_else(|| ToolError::Usage(format!("--format {name}: not a format")))?;
-            if !m.get_flag("explain") {
-                emit(None, &format.render(&runs))?;
-                return Ok(tell_problems(&runs));
-            }
-            let skus = match m.get_one::<String>("explain-sku") {
-                Some(path) => nccl_perf_explain::SkuTable::load(std::path::Path::new(path))
-                    .map_err(|e| ToolError::Usage(format!("--explain-sku: {e}")))?,
-                None => nccl_perf_explain::SkuTable::builtin(),
-            };
-            if matches!(format.name(), "text" | "markdown") {
-                let mut text = String::new();
-                for run in &runs {
-                    text += &format.render(std::slice::from_ref(run));
-                    text += &explain::text(run, &skus);
-                }
-                emit(None, &text)?;
+            let text = if m.get_flag("explain") {
+                explain::report(&runs, format, m.get_one::<String>("explain-sku"))?
             } else {
-                emit(None, &format.render(&runs))?;
-                for run in &runs {
-                    eprint!("{}", explain::text(run, &skus));
-                }
-            }
+                format.render(&runs)
+            };
+            emit(None, &text)?;
             Ok(tell_problems(&runs))
         }
         "plot" => {

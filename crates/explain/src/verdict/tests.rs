@@ -184,8 +184,7 @@ fn a_log_says_what_it_cannot_know() {
     );
     assert!(!text.contains("# 1 MiB"), "{text}");
     assert!(
-        e.verdict
-            .ends_with("as expected for NCCL's choice on 8 × NVIDIA H200"),
+        e.verdict.ends_with("as expected on 8 × NVIDIA H200"),
         "{}",
         e.verdict
     );
@@ -259,4 +258,135 @@ fn nothing_breaks_on_empty_nan_or_zero_input() {
         }
     }
     assert!(!e.verdict.is_empty());
+}
+
+#[test]
+fn several_published_rows_are_all_shown_and_the_first_is_used() {
+    let mut r = run(16, 2, 440.0, Path::Network(Net::Ib), "NVLSTree");
+    r.gpu_names = vec!["NVIDIA H100 80GB HBM3".into(); 16];
+    let mut h = hw(18, vec![(NicKind::Ib, 400.0); 8]);
+    h.gpu.as_mut().unwrap().name = "NVIDIA H100 80GB HBM3".into();
+    let e = explain(&r, &h, &SkuTable::builtin());
+    let text = e.to_text();
+    assert!(
+        text.contains("# published: busbw 487 GB/s at 16 GiB"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# published (also, not used): busbw 339 GB/s at 8 GiB"),
+        "{text}"
+    );
+    assert!(
+        e.verdict.contains("90 % of the published 487 GB/s"),
+        "{}",
+        e.verdict
+    );
+    assert!(
+        e.verdict.contains("59 % of the network ceiling"),
+        "{}",
+        e.verdict
+    );
+}
+
+#[test]
+fn a_slow_pcie_link_is_named_only_when_it_carries_the_data() {
+    let mut h = hw(0, vec![]);
+    h.gpu.as_mut().unwrap().pcie = Some(crate::hardware::Pcie {
+        max_gen: Some(5),
+        max_width: Some(16),
+        cur_gen: Some(3),
+        cur_width: Some(8),
+    });
+    let r = run(8, 1, 7.0, Path::IntraNode, "Ring");
+    let e = explain(&r, &h, &SkuTable::builtin());
+    assert!(
+        e.verdict
+            .contains("PCIe link runs at Gen3 x8, below its Gen5 x16"),
+        "{}",
+        e.verdict
+    );
+    assert!(e.verdict.contains("no NVLink link is up"), "{}", e.verdict);
+    // With NVLink up and a fine result the same reading is not a diagnosis.
+    let mut h = hw(18, vec![]);
+    h.gpu.as_mut().unwrap().pcie = Some(crate::hardware::Pcie {
+        max_gen: Some(5),
+        max_width: Some(16),
+        cur_gen: Some(1),
+        cur_width: Some(16),
+    });
+    let e = explain(
+        &run(8, 1, 470.0, Path::IntraNode, "NVLS"),
+        &h,
+        &SkuTable::builtin(),
+    );
+    assert!(!e.verdict.contains("PCIe"), "{}", e.verdict);
+    // A fine result with a link down says both.
+    let e = explain(
+        &run(8, 1, 470.0, Path::IntraNode, "NVLS"),
+        &hw(17, vec![]),
+        &SkuTable::builtin(),
+    );
+    assert!(
+        e.verdict
+            .contains("as expected for NVLS on 8 × NVIDIA H200; yet only 17 of"),
+        "{}",
+        e.verdict
+    );
+}
+
+#[test]
+fn unknown_shapes_say_why_no_figure_is_chosen() {
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    r.nnodes = 0;
+    r.ranks_per_node = 0;
+    let e = explain(&r, &Hardware::default(), &SkuTable::builtin());
+    assert!(e.to_text().contains("# published: no figure can be chosen: the number of nodes or of GPUs per node is not known"), "{}", e.to_text());
+    r.gpu_names.clear();
+    r.nranks = 0;
+    let e = explain(&r, &Hardware::default(), &SkuTable::builtin());
+    let t = e.to_text();
+    assert!(t.contains("the GPU model is not known"), "{t}");
+    assert!(
+        t.contains("hardware ceiling: none — the number of ranks is not known"),
+        "{t}"
+    );
+}
+
+#[test]
+fn plugins_not_loaded_are_said() {
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    r.capture = Capture::Live {
+        profiler: true,
+        tuner: false,
+        notes: vec![
+            "a tuner plugin is configured (NCCL_TUNER_PLUGIN=x): NCCL's model not shown".into(),
+        ],
+    };
+    for row in &mut r.rows {
+        if let Some(s) = row.seen.as_mut() {
+            s.model = None;
+        }
+    }
+    r.rows[0].seen = None;
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    let t = e.to_text();
+    assert!(
+        t.contains("# capture: our tuner plugin was not loaded: NCCL's cost model is not known\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# capture: a tuner plugin is configured (NCCL_TUNER_PLUGIN=x)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# 1 of 26 row(s) without NCCL's report\n"),
+        "{t}"
+    );
+    assert!(!t.contains("NCCL's model: busbw"), "{t}");
+    assert_eq!(
+        e.expected_basis
+            .as_deref()
+            .map(|b| b.starts_with("the SKU table")),
+        Some(true)
+    );
 }
