@@ -336,7 +336,10 @@ fn main() {
         // Before NCCL is loaded, as the benchmarks do: both loops then run with the plugins
         // loaded and their activation mask empty.
         let i = nccl_perf_bench::gpu::plugins::install();
-        println!("explain plugins: profiler {:?}, tuner {:?} (None: ours)", i.profiler, i.tuner);
+        println!(
+            "explain plugins: profiler {:?}, tuner {:?} (None: ours)",
+            i.profiler, i.tuner
+        );
     }
     if let Err(e) = driver::init()
         .and_then(|_| driver::device_count())

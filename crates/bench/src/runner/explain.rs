@@ -96,6 +96,7 @@ impl Rows {
             rank_devices: self.rank_devices.clone(),
             rows: self.rows.clone(),
             capture: capture(self.nccl_version),
+            notes: Vec::new(),
         }
     }
 
