@@ -216,7 +216,7 @@ mod tests {
         };
         let h = header(c);
         assert!(h.contains("out_of_place_cpu_time_us,"));
-        assert!(h.contains(",in_place_cv_pct,timestamp\n"));
+        assert!(h.contains(",in_place_cv_pct,timestamp,"));
         assert!(h.ends_with(",timestamp,out_of_place_algo,out_of_place_proto,out_of_place_channels,out_of_place_path,out_of_place_model_us,in_place_algo,in_place_proto,in_place_channels,in_place_path,in_place_model_us\n"));
         let cells = [
             ["Ring", "LL", "4", "network: sockets", "12.5"].map(String::from),

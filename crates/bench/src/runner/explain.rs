@@ -26,7 +26,12 @@ pub struct Rows {
     skus: SkuTable,
     /// `--explain-gate`.
     gate: Option<f64>,
+    /// Rows not kept beyond [`MAX_ROWS`].
+    left_out: u64,
 }
+
+/// At most this many half-rows are kept for the explanation.
+const MAX_ROWS: usize = 1 << 16;
 
 impl Rows {
     /// Rows of a run on `devices` (every rank's device line) with NCCL `nccl_version`; reads
@@ -59,11 +64,17 @@ impl Rows {
             rows: Vec::new(),
             skus,
             gate: x.gate,
+            left_out: 0,
         })
     }
 
-    /// Keeps a printed row and what NCCL reported for its out-of-place and in-place halves.
+    /// Keeps a printed row and what NCCL reported for its out-of-place and in-place halves (the
+    /// first [`MAX_ROWS`] halves: `-N 0` repeats the sweep until stopped).
     pub fn add(&mut self, r: &RowResult, seen: [Option<Seen>; 2]) {
+        if self.rows.len() >= MAX_ROWS {
+            self.left_out += 1;
+            return;
+        }
         let [oop, ip] = seen;
         for (half, in_place, seen) in [(&r.out_of_place, false, oop), (&r.in_place, true, ip)] {
             self.rows.push(Row {
@@ -96,7 +107,14 @@ impl Rows {
             rank_devices: self.rank_devices.clone(),
             rows: self.rows.clone(),
             capture: capture(self.nccl_version),
-            notes: Vec::new(),
+            notes: if self.left_out > 0 {
+                vec![format!(
+                    "the first {MAX_ROWS} half-rows are explained; {} later row(s) are not",
+                    self.left_out
+                )]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -291,6 +309,7 @@ mod tests {
             rows: Vec::new(),
             skus: SkuTable::builtin(),
             gate: None,
+            left_out: 0,
         };
         let r = RowResult {
             size: 1 << 20,
