@@ -194,6 +194,7 @@ fn innocents(named: &[Culprit], case: Case, n: usize) -> usize {
         .iter()
         .flat_map(|f| match *f {
             Fault::SlowNode { node, .. }
+            | Fault::SlowInLarge { node, .. }
             | Fault::SlowGpu { node, .. }
             | Fault::SlowNic { node, .. }
             | Fault::HangingNode { node }

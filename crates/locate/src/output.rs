@@ -120,9 +120,19 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
         1 => "1 suspect".to_string(),
         k => format!("{k} suspects"),
     };
+    // Nobody named: how close the nearest group came, so "no suspect" is never bare.
+    let closest = report.closest.as_ref().map_or(String::new(), |c| {
+        format!(
+            "; closest: {} at {} in round {}; {:.0} % needed",
+            c.description,
+            times(c.ratio),
+            c.round,
+            100.0 * c.needed_drop
+        )
+    });
     let mut lines = vec![format!(
         "# locate verdict: {suspects} after {} rounds (schedule {}, {} nodes x {} GPUs, {:.1} s \
-         of rounds)",
+         of rounds){closest}",
         report.rounds.len(),
         report.config.schedule.name(),
         topo.nodes(),
@@ -145,6 +155,9 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
             v.culprit.describe(topo),
             v.evidence
         ));
+    }
+    if let Some(j) = &report.job {
+        lines.push(format!("# locate job: {}", j.describe()));
     }
     for n in &report.notes {
         lines.push(format!("# locate note: {n}"));

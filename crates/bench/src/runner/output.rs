@@ -170,6 +170,9 @@ pub struct Output {
     csv: Option<File>,
     busbw_sum: f64,
     halves: u64,
+    /// Each row's size and out-of-place busbw, for `--locate`'s comparison of the job with
+    /// its groups.
+    sizes: Vec<(u64, f64)>,
 }
 
 impl Output {
@@ -188,6 +191,7 @@ impl Output {
             csv,
             busbw_sum: 0.0,
             halves: 0,
+            sizes: Vec::new(),
         }
     }
 
@@ -219,6 +223,7 @@ impl Output {
         self.print(&line);
         self.busbw_sum += r.out_of_place.busbw + r.in_place.busbw;
         self.halves += 2;
+        self.sizes.push((r.size, r.out_of_place.busbw));
         if let Some(j) = &self.json {
             j.add_row(r);
         }
@@ -240,6 +245,20 @@ impl Output {
     /// Average bus bandwidth over every printed half-row (`-nan` with none).
     pub fn average_busbw(&self) -> f64 {
         format::average(self.busbw_sum, self.halves)
+    }
+
+    /// The out-of-place busbw of the row of the largest size not above `bytes` (else of the
+    /// smallest row): the whole job's measurement nearest to `--locate`'s size.
+    pub fn busbw_at(&self, bytes: u64) -> Option<f64> {
+        let below = self
+            .sizes
+            .iter()
+            .filter(|(s, _)| *s <= bytes)
+            .max_by_key(|(s, _)| *s);
+        below
+            .or_else(|| self.sizes.iter().min_by_key(|(s, _)| *s))
+            .map(|(_, b)| *b)
+            .filter(|b| b.is_finite() && *b > 0.0)
     }
 
     /// Keeps each split group's own result for the JSON document (`nccl_perf_split_groups`).
