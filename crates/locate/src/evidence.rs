@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::history::RoundRecord;
 use super::judge::State;
 use super::round::{Phase, Role};
-use super::stats::{Thresholds, upper_median};
+use super::stats::{Reference, Thresholds, upper_median};
 use super::topology::Topology;
 
 /// The group that came closest to being called slow.
@@ -24,16 +24,36 @@ pub struct Closest {
     pub needed_drop: f64,
 }
 
+/// The upper median busbw of the measured pairs of nodes of the pair rounds, GB/s.
+fn median_pair(history: &[RoundRecord]) -> Option<f64> {
+    let pairs: Vec<f64> = history
+        .iter()
+        .filter(|r| r.round.phase == Phase::Pairs)
+        .flat_map(|r| r.round.groups.iter().zip(&r.outcomes))
+        .filter(|(g, _)| g.role == Role::Primary)
+        .filter_map(|(_, o)| o.busbw())
+        .collect();
+    upper_median(&pairs).filter(|v| *v > 0.0)
+}
+
 /// The lowest ratio of a measured group that was judged fine (controls left out: they are
-/// the references), with the drop it would have needed.
+/// the references), with the drop it would have needed. A pair alone in its round (odd jobs
+/// of `full`) is unjudged there and is read against the median pair of all rounds, as the
+/// pair matrix reads it.
 pub fn closest(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Option<Closest> {
+    let pair_ref = median_pair(history).and_then(|v| Reference::earlier(v, th));
     let mut best: Option<Closest> = None;
     for rec in history {
-        for (g, j) in rec.round.groups.iter().zip(&rec.judged) {
-            let (Some(ratio), Some(reference)) = (j.ratio, j.reference) else {
-                continue;
+        for ((g, j), o) in rec.round.groups.iter().zip(&rec.judged).zip(&rec.outcomes) {
+            let lone_pair = j.state == State::Unjudged
+                && g.role == Role::Primary
+                && rec.round.phase == Phase::Pairs;
+            let (ratio, reference) = match (j.ratio, j.reference, o.busbw(), pair_ref) {
+                (Some(r), Some(reference), _, _) if j.state == State::Ok => (r, reference),
+                (_, _, Some(v), Some(p)) if lone_pair && !p.is_low(v, th) => (p.ratio(v), p),
+                _ => continue,
             };
-            if g.role == Role::Control || j.state != State::Ok || !ratio.is_finite() {
+            if g.role == Role::Control || !ratio.is_finite() {
                 continue;
             }
             if best.as_ref().is_none_or(|b| ratio < b.ratio) {
@@ -72,14 +92,7 @@ impl JobCheck {
     /// runs inside the node and a rail one GPU per node, neither comparable with the job).
     pub fn of(history: &[RoundRecord], job_busbw: Option<f64>, th: &Thresholds) -> Option<Self> {
         let job = job_busbw.filter(|v| v.is_finite() && *v > 0.0)?;
-        let pairs: Vec<f64> = history
-            .iter()
-            .filter(|r| r.round.phase == Phase::Pairs)
-            .flat_map(|r| r.round.groups.iter().zip(&r.outcomes))
-            .filter(|(g, _)| g.role == Role::Primary)
-            .filter_map(|(_, o)| o.busbw())
-            .collect();
-        let reference = upper_median(&pairs).filter(|v| *v > 0.0)?;
+        let reference = median_pair(history)?;
         let ratio = job / reference;
         Some(JobCheck {
             job_busbw: job,

@@ -121,15 +121,19 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
         k => format!("{k} suspects"),
     };
     // Nobody named: how close the nearest group came, so "no suspect" is never bare.
-    let closest = report.closest.as_ref().map_or(String::new(), |c| {
-        format!(
+    let closest = match &report.closest {
+        Some(c) => format!(
             "; closest: {} at {} in round {}; {:.0} % needed",
             c.description,
             times(c.ratio),
             c.round,
             100.0 * c.needed_drop
-        )
-    });
+        ),
+        None if report.verdicts.is_empty() && !report.rounds.is_empty() => {
+            "; no group could be judged against others of its shape".into()
+        }
+        None => String::new(),
+    };
     let mut lines = vec![format!(
         "# locate verdict: {suspects} after {} rounds (schedule {}, {} nodes x {} GPUs, {:.1} s \
          of rounds){closest}",
