@@ -438,7 +438,10 @@ fn print_the_tables() {
 /// Faults of the job-level table, where the runner hands in the whole job's busbw: healthy; a
 /// node that slows only groups of more than 2 nodes (invisible in pairs); one that slows only
 /// groups of more than half the job (invisible in pairs and halves).
-const JOB_CASES: [(&str, Option<fn(usize) -> usize>); 3] = [
+/// A job-level fault: its column, and above how many nodes (of N) the node slows groups.
+type JobCase = (&'static str, Option<fn(usize) -> usize>);
+
+const JOB_CASES: [JobCase; 3] = [
     ("healthy", None),
     ("in groups of 3+ nodes", Some(|_| 2)),
     ("in the whole job only", Some(|n| n / 2)),
