@@ -490,7 +490,11 @@ fn job_row(n: usize, kind: Kind) -> String {
             .count();
         cells.push(format!("{} {mark}", report.rounds.len()));
     }
-    format!("| {n} | {} | {} | {wrong} |", kind.name(), cells.join(" | "))
+    format!(
+        "| {n} | {} | {} | {wrong} |",
+        kind.name(),
+        cells.join(" | ")
+    )
 }
 
 const JOB_NODES: [usize; 7] = [4, 5, 6, 8, 16, 32, 64];

@@ -106,6 +106,11 @@ impl Larger {
                     _ => Step::Plan,
                 }
             }
+            [] if (0..parts.len())
+                .any(|i| rec.judgement(i).is_none_or(|j| j.state == State::Unjudged)) =>
+            {
+                Step::Stuck("a group could not be judged".into())
+            }
             [] => Step::Stuck("no group slow".into()),
             _ => Step::Stuck("every group slow".into()),
         };
@@ -170,7 +175,7 @@ impl Larger {
     pub fn conclude(&self, cx: &Context, job: Option<&JobCheck>, c: &mut Conclusion) {
         let job = job.map_or(String::new(), |j| {
             format!(
-                "the full job ran at {:.2}x of its pairs and no pair was slow; ",
+                "the full job ran at {:.2}x of its pairs, which named nobody; ",
                 j.ratio
             )
         });

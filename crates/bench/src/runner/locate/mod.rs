@@ -262,7 +262,7 @@ pub fn run_locate(job: &Job) -> Result<u8> {
     // must plan the same rounds).
     let shared = job
         .boot
-        .allgather(job.job_busbw.map_or(String::new(), |v| v.to_string()))?;
+        .allgather(job.job_busbw.map_or("none".into(), |v| v.to_string()))?;
     let config = crate::locate::Config {
         job_busbw: shared.first().and_then(|v| v.parse::<f64>().ok()),
         ..l.config()
