@@ -336,6 +336,21 @@ mod tests {
     }
 
     #[test]
+    fn the_job_busbw_for_locate_is_the_row_nearest_below_its_size() {
+        let mut o = Output::new(info(), false, None);
+        assert_eq!(o.busbw_at(1 << 20), None);
+        for (size, busbw) in [(1024, 1.0), (4096, 4.0), (16384, 16.0)] {
+            let mut r = row();
+            r.size = size;
+            r.out_of_place.busbw = busbw;
+            o.row(&r);
+        }
+        assert_eq!(o.busbw_at(8192), Some(4.0));
+        assert_eq!(o.busbw_at(1 << 30), Some(16.0));
+        assert_eq!(o.busbw_at(16), Some(1.0));
+    }
+
+    #[test]
     fn the_json_file_is_well_formed_at_every_stage() {
         let d = dir("stages");
         let p = d.join("r.json");
