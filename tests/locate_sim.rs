@@ -2,7 +2,8 @@
 //! nodes of 8 GPUs, checking that each schedule names exactly the culprits in its scope and
 //! nobody else, and that healthy clusters name nobody under noise. The cost table of
 //! docs/locate.md is printed by `cargo test --test locate_sim -- --ignored --nocapture`
-//! (2 to 1024 nodes); its rows up to 64 nodes are checked against the doc here.
+//! (2 to 1024 nodes); its rows up to 64 nodes are checked against the doc here, and so is the
+//! table of the larger groups (a slow job that no pair explains, issue 29).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -316,14 +317,17 @@ fn healthy_clusters_name_nobody_under_noise() {
                     let topo = Topology::uniform(n, G);
                     let mut model = ModelCluster::new(topo.clone(), seed);
                     model.noise = noise;
+                    // The job's own measurement too: a healthy job is never sent to larger
+                    // groups, and nobody is named either way.
                     let config = Config {
                         schedule: kind,
                         seed,
+                        job_busbw: Some(model.job_busbw()),
                         ..Config::default()
                     };
                     let report = run_schedule(&mut model, &topo, &config, &mut |_, _| {}).unwrap();
                     assert!(
-                        report.verdicts.is_empty(),
+                        report.verdicts.is_empty() && report.job.as_ref().is_none_or(|j| !j.slow),
                         "{} on {n} nodes, noise {noise}, seed {seed}: {:?}",
                         kind.name(),
                         report.verdicts
@@ -432,6 +436,13 @@ fn print_the_tables() {
     println!("| N | nodes | rails | quick | full |\n|---:|---|---|---|---|");
     for n in ALL_NODES {
         println!("{}", cost_row(n));
+    }
+    println!();
+    println!("{}", job_header());
+    for n in JOB_NODES {
+        for kind in [Kind::Quick, Kind::Full] {
+            println!("{}", job_row(n, kind));
+        }
     }
 }
 
