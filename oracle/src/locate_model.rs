@@ -70,6 +70,16 @@ pub enum Fault {
         /// Its busbw in that round as a fraction of normal.
         factor: f64,
     },
+    /// A node that slows only groups of more than `above` nodes (a process paused now and then,
+    /// which every node of a large ring waits on): invisible in pairs, seen in the whole job.
+    SlowInLarge {
+        /// Node index.
+        node: usize,
+        /// Groups of more nodes than this are slowed.
+        above: usize,
+        /// Their busbw as a fraction of normal.
+        factor: f64,
+    },
     /// Groups with both nodes hang.
     HangingLink {
         /// A node.
@@ -96,7 +106,9 @@ impl Fault {
     pub fn culprit(&self, topo: &Topology) -> Option<Culprit> {
         Some(match *self {
             Fault::Blip { .. } => return None,
-            Fault::SlowNode { node, .. } | Fault::HangingNode { node } => Culprit::Node { node },
+            Fault::SlowNode { node, .. }
+            | Fault::SlowInLarge { node, .. }
+            | Fault::HangingNode { node } => Culprit::Node { node },
             Fault::SlowGpu { node, gpu, .. }
             | Fault::SlowNic { node, gpu, .. }
             | Fault::FailingGpu { node, gpu } => Culprit::gpus(topo, node, &[gpu]),
@@ -232,6 +244,11 @@ impl ModelCluster {
                 {
                     inter = inter.min(factor);
                 }
+                Fault::SlowInLarge {
+                    node,
+                    above,
+                    factor,
+                } if nodes.len() > above && nodes.contains(&node) => inter = inter.min(factor),
                 Fault::HangingLink { a, b }
                     if a != b && nodes.contains(&a) && nodes.contains(&b) =>
                 {
@@ -264,6 +281,15 @@ impl ModelCluster {
             busbw,
             time_us: self.time_us(busbw, ranks.len()),
         }
+    }
+
+    /// The whole job measured once, with noise (the table before locate): its busbw, GB/s.
+    pub fn job_busbw(&mut self) -> f64 {
+        let all: Vec<usize> = (0..self.topo.world()).collect();
+        let noise = 1.0 + self.noise * self.rng.normal();
+        self.ideal(&all)
+            .busbw()
+            .map_or(0.0, |v| (v * noise).max(0.0))
     }
 
     /// all_reduce time per operation of the locate size at `busbw` on `n` ranks, µs.
@@ -343,6 +369,13 @@ mod tests {
             .with_fault(Fault::HangingLink { a: 0, b: 1 });
         assert_eq!(m.ideal(&pair), GroupOutcome::Hung);
         assert_eq!(busbw(m.ideal(&[0, 8])), 48.0);
+        let large = healthy.clone().with_fault(Fault::SlowInLarge {
+            node: 0,
+            above: 2,
+            factor: 0.5,
+        });
+        assert_eq!(busbw(large.ideal(&pair)), 192.0);
+        assert_eq!(busbw(large.ideal(&[0, 4, 8])), 24.0);
         let m = healthy.with_fault(Fault::FailingGpu { node: 2, gpu: 0 });
         assert!(matches!(m.ideal(&[8, 9]), GroupOutcome::Failed { .. }));
     }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Report;
+use super::evidence::{Closest, JobCheck};
 use super::judge::State;
 use super::matrix::{PairMatrix, analyse};
 use super::round::{Phase, Role, Subject};
@@ -42,6 +43,12 @@ pub struct LocateJson {
     pub node_scores: Option<Vec<Option<f64>>>,
     /// The culprits named.
     pub verdicts: Vec<VerdictJson>,
+    /// When nobody is named: the group closest to being slow.
+    #[serde(default)]
+    pub closest: Option<Closest>,
+    /// The whole job's measurement against its pairs.
+    #[serde(default)]
+    pub job: Option<JobCheck>,
     /// Remarks.
     pub notes: Vec<String>,
     /// Why the run stopped early.
@@ -188,6 +195,8 @@ pub fn document(report: &Report, topo: &Topology) -> LocateJson {
         pair_matrix,
         node_scores,
         verdicts,
+        closest: report.closest.clone(),
+        job: report.job.clone(),
         notes: report.notes.clone(),
         stopped: report.stopped.clone(),
         wall_s: report.wall_s(),

@@ -12,6 +12,7 @@
 
 pub mod bisect;
 pub mod domains;
+pub mod evidence;
 pub mod history;
 pub mod json;
 pub mod judge;
@@ -27,10 +28,11 @@ pub mod verdict;
 
 use std::time::Duration;
 
+use evidence::{Closest, JobCheck};
 use history::RoundRecord;
 use judge::State;
 use judge::{Book, judge};
-use schedule::{Context, Kind};
+use schedule::{Context, Kind, Schedule};
 use seam::{GroupOutcome, RoundRunner};
 use stats::{ThresholdError, Thresholds};
 use topology::Topology;
@@ -54,6 +56,10 @@ pub struct Config {
     /// At most this many rounds (default: four per node plus 64, far above any schedule's
     /// need; a guard, not a tuning knob).
     pub max_rounds: Option<usize>,
+    /// busbw of the whole job's own measurement at the locate size, GB/s, when the runner
+    /// knows it: compared with the pairs, and the reason for larger groups when the job was
+    /// slow and no pair was ([`evidence::JobCheck`]).
+    pub job_busbw: Option<f64>,
 }
 
 impl Default for Config {
@@ -64,6 +70,7 @@ impl Default for Config {
             seed: 1,
             deadline: Duration::from_secs(60),
             max_rounds: None,
+            job_busbw: None,
         }
     }
 }
@@ -81,6 +88,10 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Why the run stopped before the schedule was done, if it did.
     pub stopped: Option<String>,
+    /// When nobody is named: the group that came closest to being slow.
+    pub closest: Option<Closest>,
+    /// The whole job against its pairs, when the job's busbw was given and pairs ran.
+    pub job: Option<JobCheck>,
 }
 
 impl Report {
@@ -110,7 +121,10 @@ pub fn run_schedule(
 ) -> Result<Report, ThresholdError> {
     let th = config.thresholds;
     th.validate()?;
-    let mut schedule = config.schedule.build(topo, config.seed);
+    let mut schedule = schedule::larger::Escalating::new(
+        config.schedule.build(topo, config.seed),
+        config.job_busbw,
+    );
     let cap = config.max_rounds.unwrap_or(4 * topo.nodes() + 64);
     let mut history: Vec<RoundRecord> = Vec::new();
     let mut book = Book::default();
@@ -190,12 +204,23 @@ pub fn run_schedule(
     verdicts.sort_by(|a, b| a.culprit.cmp(&b.culprit));
     // The first of each culprit is kept (`dedup_by` drops the later ones; the sort is stable).
     verdicts.dedup_by(|later, first| later.culprit == first.culprit);
+    let mut job = JobCheck::of(&history, config.job_busbw, &th);
+    if let Some(j) = &mut job {
+        j.localised = !verdicts.is_empty();
+    }
+    let closest = if verdicts.is_empty() {
+        evidence::closest(&history, topo, &th)
+    } else {
+        None
+    };
     Ok(Report {
         config: config.clone(),
         rounds: history,
         verdicts,
         notes: conclusion.notes,
         stopped,
+        closest,
+        job,
     })
 }
 

@@ -120,9 +120,23 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
         1 => "1 suspect".to_string(),
         k => format!("{k} suspects"),
     };
+    // Nobody named: how close the nearest group came, so "no suspect" is never bare.
+    let closest = match &report.closest {
+        Some(c) => format!(
+            "; closest: {} at {} in round {}; {:.0} % needed",
+            c.description,
+            times(c.ratio),
+            c.round,
+            100.0 * c.needed_drop
+        ),
+        None if report.verdicts.is_empty() && !report.rounds.is_empty() => {
+            "; no group could be judged against others of its shape".into()
+        }
+        None => String::new(),
+    };
     let mut lines = vec![format!(
         "# locate verdict: {suspects} after {} rounds (schedule {}, {} nodes x {} GPUs, {:.1} s \
-         of rounds)",
+         of rounds){closest}",
         report.rounds.len(),
         report.config.schedule.name(),
         topo.nodes(),
@@ -145,6 +159,9 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
             v.culprit.describe(topo),
             v.evidence
         ));
+    }
+    if let Some(j) = &report.job {
+        lines.push(format!("# locate job: {}", j.describe()));
     }
     for n in &report.notes {
         lines.push(format!("# locate note: {n}"));

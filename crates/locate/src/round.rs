@@ -30,6 +30,14 @@ pub enum Subject {
         /// The nodes.
         nodes: Vec<usize>,
     },
+    /// Whole nodes in a larger group of the job: `nodes` under test beside `fillers`
+    /// (known-good nodes that keep the group's size).
+    Nodes {
+        /// The nodes under test.
+        nodes: Vec<usize>,
+        /// Known-good nodes beside them.
+        fillers: Vec<usize>,
+    },
     /// The same GPUs of two nodes (bisection of a node against a partner).
     PairGpus {
         /// The node under test (or the first node of a control).
@@ -55,6 +63,13 @@ impl Subject {
             Subject::RailNodes { rail, nodes } => {
                 let hosts: Vec<&str> = nodes.iter().map(|&n| topo.host(n)).collect();
                 format!("rail {rail} on {}", shorten(&hosts))
+            }
+            Subject::Nodes { nodes, fillers } => {
+                let tested = hosts(topo, nodes);
+                match fillers.len() {
+                    0 => tested,
+                    k => format!("{tested}+{k} good"),
+                }
             }
             Subject::PairGpus {
                 node,
@@ -99,6 +114,18 @@ pub fn list(v: &[usize]) -> String {
     parts.join(",")
 }
 
+/// `node001..node004` for three or more consecutive nodes, else their host names (at most
+/// three, then `+N more`).
+pub fn hosts(topo: &Topology, nodes: &[usize]) -> String {
+    let run = nodes.windows(2).all(|w| w[1] == w[0] + 1);
+    match (nodes.first(), nodes.last()) {
+        (Some(&a), Some(&b)) if run && nodes.len() >= 3 => {
+            format!("{}..{}", topo.host(a), topo.host(b))
+        }
+        _ => shorten(&nodes.iter().map(|&n| topo.host(n)).collect::<Vec<_>>()),
+    }
+}
+
 /// At most three host names, then `+N more`.
 fn shorten(hosts: &[&str]) -> String {
     if hosts.len() <= 3 {
@@ -135,6 +162,9 @@ pub enum Phase {
     Repair,
     /// Bisection of suspects, links re-tested.
     Bisect,
+    /// Larger groups of the job (halves, then parts of the slow half beside known-good
+    /// nodes) when pairs cannot explain a slow job.
+    Halves,
 }
 
 impl Phase {
@@ -146,6 +176,7 @@ impl Phase {
             Phase::Pairs => "pairs",
             Phase::Repair => "repair",
             Phase::Bisect => "bisect",
+            Phase::Halves => "halves",
         }
     }
 }
@@ -356,6 +387,16 @@ mod tests {
             nodes: vec![0, 1, 2, 3, 4],
         };
         assert_eq!(r.describe(&t), "rail 2 on node001,node002,+3 more");
+        let half = Subject::Nodes {
+            nodes: vec![0, 1, 2, 3],
+            fillers: vec![],
+        };
+        assert_eq!(half.describe(&t), "node001..node004");
+        let part = Subject::Nodes {
+            nodes: vec![4, 6],
+            fillers: vec![0, 1],
+        };
+        assert_eq!(part.describe(&t), "node005,node007+2 good");
     }
 
     #[test]

@@ -80,6 +80,20 @@ impl Thresholds {
     pub fn below_min(&self, value: f64) -> bool {
         self.min_busbw.is_some_and(|m| value < m)
     }
+
+    /// The least ratio that counts as clearly healthy: half the minimum drop below the
+    /// reference (0.925× by default). A node whose readings with other partners fall between
+    /// this and the slow threshold is borderline: too close to call it clean.
+    pub fn clean_ratio(&self) -> f64 {
+        1.0 - self.min_drop / 2.0
+    }
+
+    /// Below this ratio to its groups the whole job counts as slow: twice the minimum drop
+    /// (0.70× by default), because the busbw of a larger group is only roughly that of a pair
+    /// (more hops, other algorithms), docs/locate.md.
+    pub fn job_ratio(&self) -> f64 {
+        (1.0 - 2.0 * self.min_drop).max(0.0)
+    }
 }
 
 /// The finite values, ascending.
@@ -181,6 +195,12 @@ impl Reference {
     /// `value` as a multiple of the reference.
     pub fn ratio(&self, value: f64) -> f64 {
         value / self.value
+    }
+
+    /// The drop below the reference a value needs to count as slow, as a fraction: the minimum
+    /// drop, or `mad_k` spreads when the noise is wider.
+    pub fn needed_drop(&self, th: &Thresholds) -> f64 {
+        th.min_drop.max(th.mad_k * self.spread / self.value)
     }
 
     /// Whether `value` is low against this reference.

@@ -42,6 +42,14 @@ pub enum Culprit {
         /// The higher node index.
         b: usize,
     },
+    /// A node or its link to `other`: the pair was slow twice, but `node`'s readings with
+    /// other partners were too close to the threshold to call it clean.
+    NodeOrLink {
+        /// The node whose other readings are borderline.
+        node: usize,
+        /// The other end of the link.
+        other: usize,
+    },
     /// Two nodes or their link, which nothing tells apart (a job of two nodes).
     Pair {
         /// The lower node index.
@@ -140,6 +148,12 @@ impl Culprit {
                 format!("rail {rail} on {}", hosts.join(","))
             }
             Culprit::Link { a, b } => format!("link {}-{}", topo.host(*a), topo.host(*b)),
+            Culprit::NodeOrLink { node, other } => format!(
+                "{} or the {}-{} link",
+                topo.host(*node),
+                topo.host(*node.min(other)),
+                topo.host(*node.max(other))
+            ),
             Culprit::Pair { a, b } => format!(
                 "{} or {} or their link (two nodes: nothing tells them apart)",
                 topo.host(*a),
@@ -155,6 +169,7 @@ impl Culprit {
             Culprit::Rail { .. } => Vec::new(),
             Culprit::RailNodes { nodes, .. } => nodes.clone(),
             Culprit::Link { a, b } | Culprit::Pair { a, b } => vec![*a, *b],
+            Culprit::NodeOrLink { node, other } => vec![*node, *other],
         };
         nodes.iter().map(|&n| topo.host(n).to_string()).collect()
     }
@@ -225,6 +240,9 @@ mod tests {
             }
         );
         assert_eq!(Culprit::pair(1, 0).hosts(&t), ["node001", "node002"]);
+        let either = Culprit::NodeOrLink { node: 3, other: 2 };
+        assert_eq!(either.describe(&t), "node004 or the node003-node004 link");
+        assert_eq!(either.hosts(&t), ["node004", "node003"]);
     }
 
     #[test]

@@ -171,7 +171,9 @@ fn bars(doc: &LocateJson) -> Vec<Bar> {
     let culprits: Vec<&Culprit> = doc.verdicts.iter().map(|v| &v.verdict.culprit).collect();
     let node_named = |n: usize| {
         culprits.iter().any(|c| match c {
-            Culprit::Node { node } | Culprit::Gpus { node, .. } => *node == n,
+            Culprit::Node { node }
+            | Culprit::Gpus { node, .. }
+            | Culprit::NodeOrLink { node, .. } => *node == n,
             _ => false,
         })
     };

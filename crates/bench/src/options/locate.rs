@@ -49,6 +49,7 @@ impl LocateOptions {
             seed: self.seed,
             deadline: self.deadline,
             max_rounds: None,
+            job_busbw: None,
         }
     }
 }

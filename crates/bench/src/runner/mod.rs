@@ -90,6 +90,11 @@ fn benchmark(
     if found.options.locate.is_none() {
         return finish::finish(found.nccl, measured, out);
     }
+    let job_busbw = found
+        .options
+        .locate
+        .as_ref()
+        .and_then(|l| out.busbw_at(l.size_for(plan.max_bytes)));
     // After the table and its footer, before the teardown: locate runs on the GPUs the
     // benchmark set up (this process' one GPU: buffers and stream), with communicators of its
     // own.
@@ -107,6 +112,7 @@ fn benchmark(
             gpu,
             place: locate::Place::here(device.ordinal, device.props.pci),
             max_bytes: plan.max_bytes,
+            job_busbw,
         })
     })
 }

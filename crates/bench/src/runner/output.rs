@@ -186,6 +186,9 @@ pub struct Output {
     halves: u64,
     /// `--explain` at world rank 0: the rows and what NCCL reported for them.
     explained: Option<super::explain::Rows>,
+    /// Each row's size and out-of-place busbw, for `--locate`'s comparison of the job with
+    /// its groups.
+    sizes: Vec<(u64, f64)>,
 }
 
 impl Output {
@@ -205,6 +208,7 @@ impl Output {
             busbw_sum: 0.0,
             halves: 0,
             explained: None,
+            sizes: Vec::new(),
         }
     }
 
@@ -279,6 +283,11 @@ impl Output {
         self.print(&line);
         self.busbw_sum += r.out_of_place.busbw + r.in_place.busbw;
         self.halves += 2;
+        // One entry per size, the latest row's (bounded by the sweep's sizes, also with -N 0).
+        match self.sizes.iter_mut().find(|(s, _)| *s == r.size) {
+            Some(e) => e.1 = r.out_of_place.busbw,
+            None => self.sizes.push((r.size, r.out_of_place.busbw)),
+        }
         if let Some(j) = &self.json {
             j.add_row(r);
         }
@@ -304,6 +313,20 @@ impl Output {
     /// Average bus bandwidth over every printed half-row (`-nan` with none).
     pub fn average_busbw(&self) -> f64 {
         format::average(self.busbw_sum, self.halves)
+    }
+
+    /// The out-of-place busbw of the row of the largest size not above `bytes` (else of the
+    /// smallest row): the whole job's measurement nearest to `--locate`'s size.
+    pub fn busbw_at(&self, bytes: u64) -> Option<f64> {
+        let below = self
+            .sizes
+            .iter()
+            .filter(|(s, _)| *s <= bytes)
+            .max_by_key(|(s, _)| *s);
+        below
+            .or_else(|| self.sizes.iter().min_by_key(|(s, _)| *s))
+            .map(|(_, b)| *b)
+            .filter(|b| b.is_finite() && *b > 0.0)
     }
 
     /// Keeps each split group's own result for the JSON document (`nccl_perf_split_groups`).
@@ -378,6 +401,21 @@ mod tests {
             timestamp: None,
             iterations: 20,
         }
+    }
+
+    #[test]
+    fn the_job_busbw_for_locate_is_the_row_nearest_below_its_size() {
+        let mut o = Output::new(info(), false, None);
+        assert_eq!(o.busbw_at(1 << 20), None);
+        for (size, busbw) in [(1024, 1.0), (4096, 4.0), (16384, 16.0)] {
+            let mut r = row();
+            r.size = size;
+            r.out_of_place.busbw = busbw;
+            o.row(&r);
+        }
+        assert_eq!(o.busbw_at(8192), Some(4.0));
+        assert_eq!(o.busbw_at(1 << 30), Some(16.0));
+        assert_eq!(o.busbw_at(16), Some(1.0));
     }
 
     #[test]

@@ -39,6 +39,37 @@ pub struct LinkSuspect {
     pub round: usize,
 }
 
+/// The link between `a` and `b` when both ends read clean with other partners (at least
+/// [`Thresholds::clean_ratio`](crate::stats::Thresholds::clean_ratio)), else the end with the
+/// lower reading or the link ([`Culprit::NodeOrLink`]); with the text that says why (empty
+/// for a clean link). A reading is the end's ratio with other partners (`None`: not measured).
+pub fn node_or_link(
+    cx: &super::Context,
+    (a, ra): (usize, Option<f64>),
+    (b, rb): (usize, Option<f64>),
+) -> (Culprit, String) {
+    let clean = cx.th.clean_ratio();
+    let low = |r: Option<f64>| r.unwrap_or(0.0);
+    let (node, other, r) = if low(ra) <= low(rb) {
+        (a, b, ra)
+    } else {
+        (b, a, rb)
+    };
+    if low(r) >= clean {
+        return (Culprit::link(a, b), String::new());
+    }
+    let reading = r.map_or("not measured".into(), super::super::verdict::times);
+    (
+        Culprit::NodeOrLink { node, other },
+        format!(
+            "; {} with other partners {reading}, short of the clear margin ({}): the node or \
+             the link",
+            cx.topo.host(node),
+            super::super::verdict::times(clean)
+        ),
+    )
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum LinkStep {
     Pending,

@@ -6,12 +6,11 @@
 use super::super::judge::{Judgement, Shape, State, shape};
 use super::super::matrix::{PairMatrix, analyse};
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
-use super::super::stats::Thresholds;
+use super::super::stats::median;
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, span, times};
-use super::followup::{Followup, LinkSuspect, NodeSuspect};
+use super::followup::{Followup, LinkSuspect, NodeSuspect, node_or_link};
 use super::{Conclusion, Context, Schedule, round_robin};
-use crate::history::RoundRecord;
 
 /// The `full` schedule's state.
 #[derive(Debug, Clone)]
@@ -80,7 +79,7 @@ impl Schedule for Full {
             }
         }
         if self.followup.is_none() {
-            let (nodes, links, good) = suspects(cx.topo, cx.history, cx.th);
+            let (nodes, links, good) = suspects(cx);
             self.followup = Some(Followup::new(cx.topo, nodes, links, good));
             let m = PairMatrix::from_history(self.n, cx.history);
             let first_pair = cx
@@ -103,7 +102,7 @@ impl Schedule for Full {
         let mut c = match &self.followup {
             Some(f) => f.conclude(cx.topo),
             None => {
-                let (nodes, links, good) = suspects(cx.topo, cx.history, cx.th);
+                let (nodes, links, good) = suspects(cx);
                 Followup::new(cx.topo, nodes, links, good).conclude(cx.topo)
             }
         };
@@ -122,11 +121,8 @@ impl Schedule for Full {
 
 /// What a set of pair rounds points at: slow nodes, suspect links (pairs slow while both nodes
 /// are fine with others) and the nodes known good.
-pub(super) fn suspects(
-    topo: &Topology,
-    history: &[RoundRecord],
-    th: &Thresholds,
-) -> (Vec<NodeSuspect>, Vec<LinkSuspect>, Vec<usize>) {
+pub(super) fn suspects(cx: &Context) -> (Vec<NodeSuspect>, Vec<LinkSuspect>, Vec<usize>) {
+    let (topo, history, th) = (cx.topo, cx.history, cx.th);
     let n = topo.nodes();
     let m = PairMatrix::from_history(n, history);
     let f = analyse(&m, th);
@@ -205,9 +201,14 @@ pub(super) fn suspects(
                 ),
             };
             let mut why = format!("{}+{} {word}", topo.host(a), topo.host(b));
+            let mut culprit = Culprit::pair(a, b);
             if n > 2 {
+                // An end is clean when its median other pair is clearly healthy.
+                let (named, margin) =
+                    node_or_link(cx, (a, median(&others(a))), (b, median(&others(b))));
+                culprit = named;
                 why += &format!(
-                    "; {}'s other pairs {}, {}'s {}",
+                    "; {}'s other pairs {}, {}'s {}{margin}",
                     topo.host(a),
                     span(&others(a)),
                     topo.host(b),
@@ -216,11 +217,7 @@ pub(super) fn suspects(
             }
             let below_min = cell.busbw.is_some_and(|v| th.below_min(v));
             Some(LinkSuspect {
-                culprit: if n > 2 {
-                    Culprit::link(a, b)
-                } else {
-                    Culprit::pair(a, b)
-                },
+                culprit,
                 nodes: (a, b),
                 origin: Judgement {
                     state: if cell.busbw.is_some() {

@@ -11,6 +11,7 @@
 
 mod followup;
 pub mod full;
+pub mod larger;
 pub mod quick;
 pub mod round_robin;
 pub mod whole;

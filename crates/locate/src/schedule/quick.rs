@@ -14,7 +14,7 @@ use super::super::rng::Rng;
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, Verdict};
-use super::followup::{Followup, LinkSuspect, NodeSuspect};
+use super::followup::{Followup, LinkSuspect, NodeSuspect, node_or_link};
 use super::full::Full;
 use super::{Conclusion, Context, Schedule};
 use crate::bisect::result_word;
@@ -263,12 +263,20 @@ impl Quick {
                         .and_then(|s| s.result.as_ref().map(|r| r.1.clone()))
                         .unwrap_or_default()
                 };
+                let reading = |x: usize| {
+                    self.suspects
+                        .iter()
+                        .find(|s| s.node == x && s.first_partner.is_some())
+                        .and_then(|s| s.result.as_ref()?.0.ratio)
+                };
+                let (culprit, margin) = node_or_link(cx, (a, reading(a)), (b, reading(b)));
                 links.push(LinkSuspect {
-                    culprit: Culprit::link(a, b),
+                    culprit,
                     nodes: (a, b),
                     origin,
                     why: format!(
-                        "{}+{} {word} in round {round}; each fine with a known-good node: {}, {}",
+                        "{}+{} {word} in round {round}; each fine with a known-good node: {}, \
+                         {}{margin}",
                         topo.host(a),
                         topo.host(b),
                         again(a),

@@ -200,6 +200,8 @@ pub struct Job<'a> {
     pub place: Place,
     /// The buffers' size (`-e` after the memory clamp).
     pub max_bytes: u64,
+    /// This rank's busbw of the table's row nearest the locate size, GB/s.
+    pub job_busbw: Option<f64>,
 }
 
 /// Runs locate after the table; the exit code (0, or 9 when a suspect is named).
@@ -256,7 +258,16 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         )]);
         say(&[output::header()]);
     }
-    let report = crate::locate::run_schedule(&mut rounds, &topo, &l.config(), &mut |rec, t| {
+    // Rank 0's value on every rank (with `-a 0` the ranks' own values differ, and every rank
+    // must plan the same rounds).
+    let shared = job
+        .boot
+        .allgather(job.job_busbw.map_or("none".into(), |v| v.to_string()))?;
+    let config = crate::locate::Config {
+        job_busbw: shared.first().and_then(|v| v.parse::<f64>().ok()),
+        ..l.config()
+    };
+    let report = crate::locate::run_schedule(&mut rounds, &topo, &config, &mut |rec, t| {
         if printing {
             say(&output::round_lines(rec, t, l.lines));
         }
