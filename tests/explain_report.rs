@@ -3,17 +3,9 @@
 
 mod programs;
 
-use std::process::Output;
+use programs::tool;
 
-fn tool(args: &[&str]) -> Output {
-    let out = programs::program(env!("CARGO_BIN_EXE_nccl-perf"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    out
-}
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

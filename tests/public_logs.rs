@@ -6,6 +6,8 @@
 
 mod programs;
 
+use programs::tool;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -19,15 +21,6 @@ fn logs() -> PathBuf {
 fn read(name: &str) -> String {
     let path = logs().join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn tool(args: &[&str]) -> Output {
-    let out = programs::program(env!("CARGO_BIN_EXE_nccl-perf"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
-    out
 }
 
 fn text(o: &Output) -> String {

@@ -4,6 +4,8 @@
 //! write real images.
 
 mod programs;
+
+use programs::tool;
 mod reference_outputs;
 
 use std::path::{Path, PathBuf};
@@ -20,17 +22,6 @@ fn reference(name: &str) -> PathBuf {
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Runs the tool; stdout, stderr and exit code.
-fn tool(args: &[&str]) -> Output {
-    let out = programs::program(env!("CARGO_BIN_EXE_nccl-perf"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    out
 }
 
 fn stdout(o: &Output) -> String {

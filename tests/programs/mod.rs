@@ -170,6 +170,18 @@ pub fn run(mut c: Command, deadline: Duration) -> Outcome {
     }
 }
 
+/// Runs the `nccl-perf` tool with `args` (through the runner, if any), checking that it did not
+/// panic; stdout, stderr and exit code.
+pub fn tool(args: &[&str]) -> std::process::Output {
+    let out = program(env!("CARGO_BIN_EXE_nccl-perf"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nccl-perf: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    out
+}
+
 /// Arguments from plain strings.
 pub fn args(list: &[&str]) -> Vec<OsString> {
     list.iter().map(OsString::from).collect()
