@@ -133,21 +133,6 @@ pub enum Capture {
     Unavailable(String),
 }
 
-impl Path {
-    /// A short label: `intra-node`, `network: InfiniBand/RoCE`, `network: sockets`,
-    /// `network: plugin NAME`, `unknown`.
-    pub fn label(&self) -> String {
-        match self {
-            Path::Unknown => "unknown".into(),
-            Path::IntraNode => "intra-node".into(),
-            Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
-            Path::Network(Net::Socket) => "network: sockets".into(),
-            Path::Network(Net::Plugin(None)) => "network: a net plugin".into(),
-            Path::Network(Net::Plugin(Some(n))) => format!("network: plugin {n}"),
-        }
-    }
-}
-
 impl Seen {
     /// NCCL's predicted time (µs) of the algorithm and protocol it used, when both and the
     /// model are known.
@@ -171,7 +156,7 @@ impl Seen {
             s.algo.clone().unwrap_or_default(),
             s.proto.clone().unwrap_or_default(),
             s.channels.map(|c| c.to_string()).unwrap_or_default(),
-            s.path.label(),
+            crate::render::path(&s.path),
             s.predicted_us().map(|v| format!("{v}")).unwrap_or_default(),
         ]
     }
@@ -207,6 +192,6 @@ mod tests {
             ..Seen::default()
         };
         assert_eq!(p2p.predicted_us(), None);
-        assert_eq!(Seen::cells(Some(&p2p))[3], "intra-node");
+        assert_eq!(Seen::cells(Some(&p2p))[3], "inside the node");
     }
 }

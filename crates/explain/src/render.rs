@@ -45,8 +45,14 @@ pub fn path(p: &Path) -> String {
         Path::IntraNode => "inside the node".into(),
         Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
         Path::Network(Net::Socket) => "network: sockets".into(),
-        Path::Network(Net::Plugin(Some(n))) => format!("network: plugin {n}"),
-        Path::Network(Net::Plugin(None)) => "network: a net plugin".into(),
+        // Proxy operations without events of NCCL's own transports: most likely an external net
+        // plugin, but a transport that reports nothing looks the same, so it is not asserted.
+        Path::Network(Net::Plugin(Some(n))) => {
+            format!("network: transport not reported (NCCL_NET_PLUGIN/NCCL_NET: {n})")
+        }
+        Path::Network(Net::Plugin(None)) => {
+            "network: transport not reported (a net plugin?)".into()
+        }
     }
 }
 
