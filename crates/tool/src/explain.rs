@@ -78,10 +78,20 @@ pub fn observed(run: &Run) -> observed::Run {
         .strip_suffix("_perf")
         .unwrap_or(program)
         .to_string();
-    let nranks = health::ranks(run)
-        .or_else(|| health::ranks_from_bandwidth(run))
-        .unwrap_or(0);
     let mut notes = Vec::new();
+    let nranks = match health::ranks(run) {
+        Some(n) => n,
+        None => match health::ranks_from_bandwidth(run) {
+            Some(n) => {
+                notes.push(format!(
+                    "the log has no device lines: {n} ranks inferred from busbw/algbw of its \
+                     largest row (printed to two decimals, so approximate)"
+                ));
+                n
+            }
+            None => 0,
+        },
+    };
     if collective.is_empty() && is_all_reduce(run, nranks) {
         collective = "all_reduce".into();
         notes.push(format!(
