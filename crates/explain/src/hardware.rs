@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the hardware of this node looks like, as far as it could be read.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hardware {
     /// The GPU of this process' first rank (`None`: NVML not available, or a log).
     pub gpu: Option<Gpu>,
@@ -18,7 +18,7 @@ pub struct Hardware {
 }
 
 /// One GPU, from NVML.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
     /// Model name as NVML gives it (e.g. `NVIDIA H200`).
     pub name: String,
@@ -29,7 +29,7 @@ pub struct Gpu {
 }
 
 /// One NVLink link of a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NvLink {
     /// Link index (0 to 17).
     pub index: u32,
@@ -40,7 +40,7 @@ pub struct NvLink {
 }
 
 /// The PCIe link of a GPU: what it can do and what it runs at now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pcie {
     /// Highest generation the GPU and its slot support.
     pub max_gen: Option<u32>,
@@ -53,7 +53,7 @@ pub struct Pcie {
 }
 
 /// What kind of network adapter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NicKind {
     /// An RDMA port whose link layer is InfiniBand.
     Ib,
@@ -83,7 +83,7 @@ impl NicKind {
 }
 
 /// One network port.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Nic {
     /// Device (`mlx5_0`, `efa_0`) or interface (`eth0`) name; RDMA ports as `mlx5_0:1`.
     pub name: String,

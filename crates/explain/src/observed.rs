@@ -1,10 +1,10 @@
 //! What a run shows to explain: the job's shape, its rows, and for each row what NCCL reported
 //! through its plugin interfaces (absent when the run came from a log, or NCCL could not say).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One benchmark run (one collective, one datatype and op), as explain sees it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Collective name as in the program name without `_perf`: `all_reduce`, `all_gather`,
     /// `reduce_scatter`, `broadcast`, `reduce`, `alltoall`, `scatter`, `gather`, `sendrecv`,
@@ -34,7 +34,7 @@ pub struct Run {
 }
 
 /// Where one rank runs: its real host name and its GPU's PCI bus id.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankDevice {
     /// The physical host: the benchmarks give its kernel's boot id (ranks posing as hosts share
     /// it whatever their host names), a log gives the device line's host name.
@@ -47,7 +47,7 @@ pub struct RankDevice {
 }
 
 /// One row of the table, one half of it: out-of-place or in-place.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Message size in bytes (the table's `size` column).
     pub bytes: u64,
@@ -64,7 +64,7 @@ pub struct Row {
 }
 
 /// What NCCL reported for one call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Seen {
     /// Algorithm as NCCL names it (`Ring`, `Tree`, `NVLS`, `CollnetDirect`, `PAT`, …); `None`
     /// for point-to-point operations (sendrecv, alltoall, scatter, gather: NCCL has no
@@ -81,7 +81,7 @@ pub struct Seen {
 }
 
 /// The transport path of one call, from NCCL's profiler events.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub enum Path {
     /// Not known (no events).
     #[default]
@@ -94,7 +94,7 @@ pub enum Path {
 }
 
 /// Which network, as far as NCCL's events tell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Net {
     /// NCCL's InfiniBand/RoCE transport reported events.
     Ib,
@@ -106,14 +106,14 @@ pub enum Net {
 }
 
 /// NCCL's predicted cost of one call, per algorithm and protocol, in µs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// `(algorithm, protocol, predicted µs)` for every pair NCCL considered possible.
     pub costs: Vec<(String, String, f64)>,
 }
 
 /// Whether NCCL's view could be captured in this run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub enum Capture {
     /// Not attempted: the run came from a log or a JSON file.
     #[default]

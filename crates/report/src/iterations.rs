@@ -551,6 +551,7 @@ mod tests {
         };
         Run {
             info: info(),
+            explain: None,
             devices: vec![
                 device(0, "n0"),
                 device(1, "n0"),

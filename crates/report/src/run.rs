@@ -65,6 +65,9 @@ impl Default for TextDetails {
 pub struct Run {
     /// Header parameters; `program` names the collective binary.
     pub info: RunInfo,
+    /// A benchmark's `--explain` record (`nccl_perf_explain` of its `-J` JSON), kept as read;
+    /// `None` for logs.
+    pub explain: Option<serde_json::Value>,
     /// Device lines: every GPU from a log, one per process from upstream's JSON.
     pub devices: Vec<DeviceInfo>,
     /// `ncclGetVersion` code (`nccl-library=`), 0 when unknown.

@@ -69,6 +69,24 @@ pub fn report(
 pub const NOT_READ: &str = "hardware not read: explaining a log (GPU links from the SKU \
                             table's datasheet rows where the GPU is known)";
 
+/// The run and hardware a benchmark's `--explain` record holds (`nccl_perf_explain` of its
+/// `-J` JSON: NCCL's choices and model as captured, the hardware as read on the run's node),
+/// when the record is there and readable.
+pub fn recorded(run: &Run) -> Option<(observed::Run, Hardware)> {
+    let x = run.explain.as_ref()?;
+    let mut seen: observed::Run = serde_json::from_value(x.get("run")?.clone()).ok()?;
+    let hw = x
+        .get("hardware")
+        .and_then(|h| serde_json::from_value(h.clone()).ok())
+        .unwrap_or_default();
+    seen.notes.push(
+        "explained from the run's own --explain record: NCCL's choices and model as captured, \
+         the hardware as read on its node then"
+            .into(),
+    );
+    Some((seen, hw))
+}
+
 /// `run` as explain sees it.
 pub fn observed(run: &Run) -> observed::Run {
     let program = run.info.program.as_str();
@@ -168,6 +186,9 @@ fn is_all_reduce(run: &Run, nranks: usize) -> bool {
 
 /// The explanation of `run`, as `# ` lines.
 pub fn text(run: &Run, skus: &SkuTable) -> String {
+    if let Some((seen, hw)) = recorded(run) {
+        return explain(&seen, &hw, skus).to_text();
+    }
     let hw = Hardware {
         notes: vec![NOT_READ.to_string()],
         ..Hardware::default()
@@ -178,6 +199,59 @@ pub fn text(run: &Run, skus: &SkuTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A benchmark's JSON with its `--explain` record is explained from that record: NCCL's
+    /// choices come back, and a broken record falls back to what the table alone tells.
+    #[test]
+    fn a_recorded_explanation_is_used() {
+        let seen = observed::Run {
+            collective: "all_reduce".into(),
+            nranks: 4,
+            nnodes: 4,
+            ranks_per_node: 1,
+            nccl_version: 22803,
+            rows: vec![observed::Row {
+                bytes: 1 << 30,
+                in_place: false,
+                time_us: 1000.0,
+                algbw: 1.07,
+                busbw: 1.61,
+                seen: Some(observed::Seen {
+                    algo: Some("Ring".into()),
+                    proto: Some("Simple".into()),
+                    channels: Some(2),
+                    path: observed::Path::Network(observed::Net::Socket),
+                    model: None,
+                }),
+            }],
+            capture: Capture::Live {
+                profiler: true,
+                tuner: true,
+                notes: Vec::new(),
+            },
+            ..observed::Run::default()
+        };
+        let record = serde_json::json!({ "run": seen, "hardware": Hardware::default() });
+        let mut run = nccl_perf_report::json::read::read_documents(
+            include_str!("../../../tests/golden/nccl-tests-2.19.6-h200/ar_json.json"),
+            "ar_json.json",
+        )
+        .unwrap()
+        .remove(0);
+        run.explain = Some(record);
+        let t = text(&run, &SkuTable::builtin());
+        assert!(
+            t.contains("Ring/Simple, 2 channels, network: sockets"),
+            "{t}"
+        );
+        assert!(
+            t.contains("explained from the run's own --explain record"),
+            "{t}"
+        );
+        run.explain = Some(serde_json::json!({ "run": "not a run" }));
+        let t = text(&run, &SkuTable::builtin());
+        assert!(t.contains("are not in a log"), "{t}");
+    }
     use nccl_perf_report::parse::{ParseOptions, parse_log};
 
     const LOG: &str = "\

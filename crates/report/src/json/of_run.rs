@@ -8,7 +8,7 @@ use crate::run::Run;
 
 /// Upstream's JSON document (schema 3, one line) for `run`. A run read from a log also
 /// gets the `nccl_perf_log` object that keeps what the schema cannot hold, and a broken run
-/// the `nccl_perf_problems` array.
+/// the `nccl_perf_problems` array; a benchmark's `--explain` record is kept.
 pub fn document(run: &Run) -> String {
     let mut report = JsonReport::new(
         &run.info,
@@ -25,6 +25,9 @@ pub fn document(run: &Run) -> String {
         report.set_log(log_json(run));
     }
     report.set_problems(health::problem_lines(run));
+    if let Some(x) = &run.explain {
+        report.set_explain(x.clone());
+    }
     match &run.summary {
         Some(s) => report.render(s, &run.end_time),
         None => report.render_aborted(),

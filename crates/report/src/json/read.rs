@@ -106,6 +106,8 @@ struct DocIn {
     #[serde(default)]
     end_time: String,
     nccl_perf_log: Option<LogJson>,
+    /// A benchmark's `--explain` record, kept as read.
+    nccl_perf_explain: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +282,7 @@ impl DocIn {
             }
         };
         Run {
+            explain: self.nccl_perf_explain,
             info,
             devices,
             nccl_version: self.nccl_version,

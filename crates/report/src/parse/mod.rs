@@ -276,6 +276,7 @@ impl<'a> Parser<'a> {
         self.current = Some(Test {
             run: Run {
                 info,
+                explain: None,
                 devices: Vec::new(),
                 nccl_version,
                 args: Vec::new(),
