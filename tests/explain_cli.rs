@@ -57,8 +57,8 @@ fn a_configured_plugin_is_left_in_place_and_said() {
     assert_eq!(
         last,
         "# Explain: NCCL's profiler: built in; tuner: not ours (NCCL_TUNER_PLUGIN=/opt/vendor/\
-         libnccl-tuner-x.so is set: explain leaves that plugin in place, so NCCL's cost model is \
-         not shown) (NCCL 2.27 or later loads them)"
+         libnccl-tuner-x.so is set: explain leaves that plugin in place (it does not load), so \
+         NCCL's cost model is not shown) (NCCL 2.27 or later loads them)"
     );
     let out = dry_run(bin, &[], &[("NCCL_PROFILER_PLUGIN", "inspector")]);
     assert!(
@@ -119,5 +119,31 @@ fn explain_options_are_checked() {
             .contains(&format!("--explain-sku: {}:1: ", broken.display())),
         "{}",
         out.stderr
+    );
+}
+
+#[test]
+fn a_configured_tuner_is_chained_behind_ours() {
+    let dir = programs::scratch("explain-chain");
+    let Some(lib) = programs::fake_library(&dir, "fake_tuner.c", "libnccl-tuner-fake.so", &[], &[])
+    else {
+        return;
+    };
+    let lib = lib.to_str().unwrap();
+    let out = dry_run(
+        env!("CARGO_BIN_EXE_all_reduce_perf"),
+        &[],
+        &[("NCCL_TUNER_PLUGIN", lib)],
+    );
+    assert_eq!(out.code, Some(0), "{}{}", out.stdout, out.stderr);
+    let last = out.stdout.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!(
+            "# Explain: NCCL's profiler: built in; tuner: built in, chained \
+             (NCCL_TUNER_PLUGIN={lib} is set: its tuner (fake-tuner from {lib}) is chained behind \
+             explain's and still decides; NCCL's model is shown as NCCL computed it, before that \
+             tuner's changes) (NCCL 2.27 or later loads them)"
+        )
     );
 }

@@ -163,6 +163,28 @@ pub type GetCollInfo = unsafe extern "C" fn(
     *mut c_int,
 ) -> NcclResult;
 
+/// `getCollInfo` of tuner v3: v4's without `regBuff`.
+pub type GetCollInfoV3 = unsafe extern "C" fn(
+    *mut c_void,
+    c_int,
+    usize,
+    c_int,
+    *mut *mut f32,
+    c_int,
+    c_int,
+    *mut c_int,
+) -> NcclResult;
+
+/// Tuner v3 (NCCL 2.23–2.25 load it first; later ones still do): v4's calls, `getCollInfo`
+/// without `regBuff`.
+#[repr(C)]
+pub struct TunerV3 {
+    pub name: *const c_char,
+    pub init: unsafe extern "C" fn(usize, usize, Logger, *mut *mut c_void) -> NcclResult,
+    pub get_coll_info: GetCollInfoV3,
+    pub destroy: unsafe extern "C" fn(*mut c_void) -> NcclResult,
+}
+
 /// Tuner v4 (NCCL 2.26–2.27): `init(nRanks, nNodes, logger, context)`.
 #[repr(C)]
 pub struct TunerV4 {

@@ -24,6 +24,8 @@ pub struct Installed {
     /// The network the user named (`NCCL_NET_PLUGIN`, else `NCCL_NET`), for a network path
     /// whose transport does not report itself to the profiler.
     pub net_name: Option<String>,
+    /// A configured tuner chained behind ours ([`crate::chain`]), said in words.
+    pub chained: Option<String>,
 }
 
 /// What [`install`] did in this process.
@@ -98,6 +100,21 @@ fn configured(
     None
 }
 
+/// The library NCCL would take its tuner from, in NCCL's order: the variable's library (its
+/// value, then `libnccl-tuner-VALUE.so`), else `libnccl-tuner.so`; failing those, the network
+/// plugin's library when it exports a tuner.
+fn tuner_library(
+    env: &dyn Fn(&str) -> Option<String>,
+    exports: &dyn Fn(&str, &[&str]) -> bool,
+) -> Option<String> {
+    let value = env(TUNER.var).filter(|v| !v.is_empty());
+    let net = env("NCCL_NET_PLUGIN").filter(|v| !v.is_empty());
+    candidates("libnccl-tuner", value.as_deref())
+        .into_iter()
+        .chain(candidates(NET_PREFIX, net.as_deref()))
+        .find(|lib| exports(lib, TUNER.symbols))
+}
+
 /// The library names NCCL tries for a plugin variable's value: the value itself, then
 /// `PREFIX-value.so` for a bare name; the default `PREFIX.so` when unset.
 fn candidates(prefix: &str, value: Option<&str>) -> Vec<String> {
@@ -136,23 +153,53 @@ fn program_exports(symbol: &str) -> bool {
 }
 
 /// Decides for each kind and returns the variables to set (`(name, value)`) and the outcome.
+/// `chain` chains a tuner library behind ours and describes it, or says why it cannot.
 fn decide(
     env: &dyn Fn(&str) -> Option<String>,
     exports: &dyn Fn(&str, &[&str]) -> bool,
+    chain: &dyn Fn(&str) -> Result<String, String>,
 ) -> (Vec<(&'static str, &'static str)>, Installed) {
     let mut set = Vec::new();
-    let mut one = |kind: &Kind| match configured(kind, env, exports) {
+    let mut chained = None;
+    let profiler = match configured(&PROFILER, env, exports) {
         Some(why) => Some(format!(
             "{why}: explain leaves that plugin in place, so {}",
-            kind.loses
+            PROFILER.loses
         )),
         None => {
-            set.push((kind.var, STATIC_PLUGIN));
+            set.push((PROFILER.var, STATIC_PLUGIN));
             None
         }
     };
-    let profiler = one(&PROFILER);
-    let tuner = one(&TUNER);
+    let tuner = match configured(&TUNER, env, exports) {
+        None => {
+            set.push((TUNER.var, STATIC_PLUGIN));
+            None
+        }
+        Some(why) if env(TUNER.var).is_some_and(|v| v.eq_ignore_ascii_case("none")) => {
+            Some(format!(
+                "{why}: NCCL uses no tuner, and explain keeps it so: {}",
+                TUNER.loses
+            ))
+        }
+        Some(why) => match tuner_library(env, exports)
+            .ok_or_else(|| "it does not load".into())
+            .and_then(|lib| chain(&lib))
+        {
+            Ok(what) => {
+                set.push((TUNER.var, STATIC_PLUGIN));
+                chained = Some(format!(
+                    "{why}: its tuner ({what}) is chained behind explain's and still decides; \
+                     NCCL's model is shown as NCCL computed it, before that tuner's changes"
+                ));
+                None
+            }
+            Err(e) => Some(format!(
+                "{why}: explain leaves that plugin in place ({e}), so {}",
+                TUNER.loses
+            )),
+        },
+    };
     let net_name = ["NCCL_NET_PLUGIN", "NCCL_NET"]
         .into_iter()
         .find_map(|k| env(k).filter(|v| !v.is_empty()));
@@ -162,6 +209,7 @@ fn decide(
             profiler,
             tuner,
             net_name,
+            chained,
         },
     )
 }
@@ -183,7 +231,9 @@ pub unsafe fn install() -> &'static Installed {
         &raw const tuner::ncclTunerPlugin_v4,
     ));
     let env = |k: &str| std::env::var(k).ok();
-    let (mut set, mut installed) = decide(&env, &library_exports);
+    let chain =
+        |lib: &str| crate::chain::chain(lib).map(|c| format!("{} from {}", c.name, c.library));
+    let (mut set, mut installed) = decide(&env, &library_exports, &chain);
     // NCCL finds ours as it finds any: `dlsym` on the program itself. A program linked
     // without the root package's build.rs (a test binary) exports nothing.
     for (var, symbol, note) in [
@@ -206,6 +256,9 @@ pub unsafe fn install() -> &'static Installed {
             set.retain(|(k, _)| *k != var);
         }
     }
+    if installed.tuner.is_some() {
+        installed.chained = None;
+    }
     for (k, v) in set {
         // SAFETY: the caller's contract: no other thread exists yet.
         unsafe { std::env::set_var(k, v) };
@@ -216,6 +269,10 @@ pub unsafe fn install() -> &'static Installed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn no_chain(lib: &str) -> Result<String, String> {
+        Err(format!("{lib}: not in this test"))
+    }
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
@@ -228,7 +285,7 @@ mod tests {
 
     #[test]
     fn installs_both_where_nothing_is_configured() {
-        let (set, got) = decide(&env_of(&[]), &|_, _| false);
+        let (set, got) = decide(&env_of(&[]), &|_, _| false, &no_chain);
         assert_eq!(
             set,
             vec![
@@ -241,7 +298,8 @@ mod tests {
             Installed {
                 profiler: None,
                 tuner: None,
-                net_name: None
+                net_name: None,
+                chained: None
             }
         );
     }
@@ -254,6 +312,7 @@ mod tests {
                 "/opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so",
             )]),
             &|_, _| false,
+            &no_chain,
         );
         assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
         assert_eq!(got.profiler, None);
@@ -261,30 +320,64 @@ mod tests {
             got.tuner.as_deref(),
             Some(
                 "NCCL_TUNER_PLUGIN=/opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so is set: explain \
-                 leaves that plugin in place, so NCCL's cost model is not shown"
+                 leaves that plugin in place (it does not load), so NCCL's cost model is not \
+                 shown"
             )
         );
     }
 
     #[test]
-    fn finds_the_tuner_a_network_plugin_brings() {
+    fn a_configured_tuner_is_chained_where_it_can_be() {
+        // A network plugin's tuner (aws-ofi-nccl's way): chained, and NCCL is pointed at ours.
         let exports = |lib: &str, syms: &[&str]| {
             lib == "libnccl-net-ofi.so" && syms.contains(&"ncclTunerPlugin_v4")
         };
-        let (set, got) = decide(&env_of(&[("NCCL_NET_PLUGIN", "ofi")]), &exports);
-        assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
+        let chain = |lib: &str| Ok(format!("ofi from {lib}"));
+        let (set, got) = decide(&env_of(&[("NCCL_NET_PLUGIN", "ofi")]), &exports, &chain);
+        assert_eq!(
+            set,
+            vec![
+                ("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN),
+                ("NCCL_TUNER_PLUGIN", STATIC_PLUGIN)
+            ]
+        );
         assert_eq!(got.net_name.as_deref(), Some("ofi"));
+        assert_eq!(got.tuner, None);
+        assert!(
+            got.chained.as_deref().unwrap().starts_with(
+                "the network plugin libnccl-net-ofi.so brings one: its tuner (ofi from \
+                 libnccl-net-ofi.so) is chained"
+            ),
+            "{got:?}"
+        );
+        // The variable's library comes first, as NCCL takes it.
+        let exports = |lib: &str, _: &[&str]| lib == "libnccl-tuner-acme.so";
+        let (_, got) = decide(&env_of(&[("NCCL_TUNER_PLUGIN", "acme")]), &exports, &chain);
+        assert!(
+            got.chained
+                .unwrap()
+                .contains("(ofi from libnccl-tuner-acme.so)")
+        );
+        // A tuner that cannot be chained (v2 only) is left in place, with the reason.
+        let refuse = |lib: &str| Err(format!("{lib} has no tuner table of version 3 or later"));
+        let (set, got) = decide(&env_of(&[("NCCL_TUNER_PLUGIN", "acme")]), &exports, &refuse);
+        assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
         assert!(
             got.tuner
                 .unwrap()
-                .starts_with("the network plugin libnccl-net-ofi.so brings one")
+                .contains("(libnccl-tuner-acme.so has no tuner table")
         );
+        // NCCL_TUNER_PLUGIN=none: NCCL runs without a tuner, and explain does not add one.
+        let (set, got) = decide(&env_of(&[("NCCL_TUNER_PLUGIN", "none")]), &exports, &chain);
+        assert_eq!(set, vec![("NCCL_PROFILER_PLUGIN", STATIC_PLUGIN)]);
+        assert!(got.tuner.unwrap().contains("NCCL uses no tuner"));
+        assert_eq!(got.chained, None);
     }
 
     #[test]
     fn default_libraries_count_as_configured() {
         let exports = |lib: &str, _: &[&str]| lib == "libnccl-profiler.so";
-        let (set, got) = decide(&env_of(&[]), &exports);
+        let (set, got) = decide(&env_of(&[]), &exports, &no_chain);
         assert_eq!(set, vec![("NCCL_TUNER_PLUGIN", STATIC_PLUGIN)]);
         assert!(
             got.profiler

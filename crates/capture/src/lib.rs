@@ -14,6 +14,7 @@
 //! what the plugins saw ([`store`]).
 
 pub mod abi;
+pub mod chain;
 pub mod install;
 pub mod profiler;
 pub mod store;

@@ -2,11 +2,13 @@
 //! NCCL hands a tuner its own cost model of each call (the predicted time of every algorithm
 //! and protocol) and then picks the cheapest entry; this tuner changes nothing, so NCCL
 //! chooses as it would without it. While [`crate::arm`]ed it copies the table; otherwise it
-//! returns at once (one relaxed atomic load).
+//! returns at once (one relaxed atomic load). When a tuner was configured, it is chained
+//! ([`crate::chain`]): each call is handed on to it after the copy, so it still decides.
 
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, INTERNAL_ERROR, Logger, NcclResult, SUCCESS, TunerV4, TunerV5};
+use crate::chain::{self, Entry};
 use crate::profiler::Exported;
 use crate::store::{self, Costs};
 
@@ -46,29 +48,51 @@ unsafe fn set_context(context: *mut *mut c_void) -> NcclResult {
 
 unsafe extern "C" fn init_v5(
     context: *mut *mut c_void,
-    _comm_id: u64,
-    _ranks: usize,
-    _nodes: usize,
-    _log: Logger,
-    _nvl: *mut c_void,
-    _constants: *mut c_void,
+    comm_id: u64,
+    ranks: usize,
+    nodes: usize,
+    log: Logger,
+    nvl: *mut c_void,
+    constants: *mut c_void,
 ) -> NcclResult {
-    // SAFETY: NCCL's argument.
-    unsafe { set_context(context) }
+    match chain::chained() {
+        None => unsafe { set_context(context) },
+        Some(_) if context.is_null() => INTERNAL_ERROR,
+        // SAFETY: NCCL's arguments, handed on.
+        Some(c) => unsafe {
+            c.init(
+                Entry::V5,
+                context,
+                ranks,
+                nodes,
+                log,
+                (comm_id, nvl, constants),
+            )
+        },
+    }
 }
 
 unsafe extern "C" fn init_v4(
-    _ranks: usize,
-    _nodes: usize,
-    _log: Logger,
+    ranks: usize,
+    nodes: usize,
+    log: Logger,
     context: *mut *mut c_void,
 ) -> NcclResult {
-    // SAFETY: NCCL's argument.
-    unsafe { set_context(context) }
+    let none = std::ptr::null_mut();
+    match chain::chained() {
+        None => unsafe { set_context(context) },
+        Some(_) if context.is_null() => INTERNAL_ERROR,
+        // SAFETY: NCCL's arguments, handed on.
+        Some(c) => unsafe { c.init(Entry::V4, context, ranks, nodes, log, (0, none, none)) },
+    }
 }
 
-unsafe extern "C" fn done(_context: *mut c_void) -> NcclResult {
-    SUCCESS
+unsafe extern "C" fn done(context: *mut c_void) -> NcclResult {
+    match chain::chained() {
+        None => SUCCESS,
+        // SAFETY: a context of the chained tuner's `init`, finalized once.
+        Some(c) => unsafe { c.finalize(context) },
+    }
 }
 
 /// At most this many algorithms and protocols are read (NCCL 2.28 has 7 × 3).
@@ -77,22 +101,45 @@ const MAX_PROTOS: usize = 8;
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn get_coll_info(
-    _context: *mut c_void,
+    context: *mut c_void,
     coll_type: c_int,
     bytes: usize,
-    _pipe_ops: c_int,
+    pipe_ops: c_int,
     table: *mut *mut f32,
     algos: c_int,
     protos: c_int,
-    _reg_buff: c_int,
-    _channels: *mut c_int,
+    reg_buff: c_int,
+    channels: *mut c_int,
 ) -> NcclResult {
-    if !store::armed() || table.is_null() {
-        return SUCCESS;
+    if store::armed() && !table.is_null() {
+        // SAFETY: NCCL's table of `algos × protos` floats.
+        unsafe { copy_table(coll_type, bytes, table, algos, protos) };
     }
+    match chain::chained() {
+        None => SUCCESS,
+        // SAFETY: NCCL's arguments and our context for the chained tuner, handed on.
+        Some(c) => unsafe {
+            c.get_coll_info(
+                context, coll_type, bytes, pipe_ops, table, algos, protos, reg_buff, channels,
+            )
+        },
+    }
+}
+
+/// Records NCCL's cost table of one call (bounded dimensions).
+///
+/// # Safety
+/// `table` points to NCCL's `algos × protos` floats.
+unsafe fn copy_table(
+    coll_type: c_int,
+    bytes: usize,
+    table: *mut *mut f32,
+    algos: c_int,
+    protos: c_int,
+) {
     let (na, np) = (algos.max(0) as usize, protos.max(0) as usize);
     if na > MAX_ALGOS || np > MAX_PROTOS {
-        return SUCCESS;
+        return;
     }
     // The table is NCCL's `float[numAlgo][numProto]`, passed as `float**`.
     let base = table.cast::<f32>();
@@ -123,7 +170,6 @@ unsafe extern "C" fn get_coll_info(
             table: costs,
         })
     });
-    SUCCESS
 }
 
 #[cfg(test)]

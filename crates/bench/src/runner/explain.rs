@@ -200,7 +200,7 @@ pub fn capture(version: i32) -> Capture {
             version_text(version)
         ));
     }
-    let mut notes: Vec<String> = [&i.profiler, &i.tuner]
+    let mut notes: Vec<String> = [&i.profiler, &i.tuner, &i.chained]
         .into_iter()
         .flatten()
         .cloned()
@@ -235,10 +235,13 @@ pub fn dry_run_line() -> String {
         None => format!("{kind}: built in"),
         Some(n) => format!("{kind}: not ours ({n})"),
     };
+    let tuner = match (&i.tuner, &i.chained) {
+        (None, Some(c)) => format!("tuner: built in, chained ({c})"),
+        _ => say("tuner", &i.tuner),
+    };
     format!(
-        "# Explain: NCCL's {}; {} (NCCL 2.27 or later loads them)\n",
+        "# Explain: NCCL's {}; {tuner} (NCCL 2.27 or later loads them)\n",
         say("profiler", &i.profiler),
-        say("tuner", &i.tuner)
     )
 }
 
