@@ -132,16 +132,20 @@ fn candidates(prefix: &str, value: Option<&str>) -> Vec<String> {
 }
 
 /// Whether the library `name` loads and exports one of `symbols` (the dynamic loader's search,
-/// as NCCL's `dlopen`; the library is closed again).
+/// as NCCL's `dlopen`). A library that loads stays loaded: NCCL loads the same one later (the
+/// loader hands it the same copy), and unloading a plugin library between its initializers and
+/// NCCL's load of it is a risk not worth taking.
 fn library_exports(name: &str, symbols: &[&str]) -> bool {
     // SAFETY: loading runs the library's initializers, as NCCL's own load of it would.
     let Ok(lib) = (unsafe { Library::new(name) }) else {
         return false;
     };
-    symbols.iter().any(|s| {
+    let found = symbols.iter().any(|s| {
         // SAFETY: the symbol is only looked up, never called.
         unsafe { lib.get::<*const u8>(s.as_bytes()) }.is_ok()
-    })
+    });
+    std::mem::forget(lib);
+    found
 }
 
 /// Whether the running program exports `symbol` where NCCL looks for it (`dlopen(NULL)`, then
