@@ -10,7 +10,7 @@ use std::ffi::c_int;
 use std::ptr::null_mut;
 
 #[test]
-fn a_configured_tuner_still_decides_and_ncclss_model_is_recorded_first() {
+fn a_configured_tuner_still_decides_and_nccls_model_is_recorded_first() {
     let dir = programs::scratch("capture-chain");
     let Some(lib) = programs::fake_library(&dir, "fake_tuner.c", "libnccl-tuner-fake.so", &[], &[])
     else {
