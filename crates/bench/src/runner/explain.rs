@@ -11,9 +11,11 @@ use super::placement::ProcessRecord;
 use crate::error::{Error, Result};
 use crate::options::ExplainOptions;
 use crate::report::{DeviceInfo, RowResult};
+use nccl_perf_explain::Hardware;
 use nccl_perf_explain::observed::{self, Capture, RankDevice, Row, Seen};
 use nccl_perf_explain::sku::SkuTable;
 use std::path::Path;
+use std::time::Duration;
 
 /// The rows of the run at world rank 0, with what NCCL reported for each half.
 pub struct Rows {
@@ -151,7 +153,7 @@ pub fn conclude(out: &mut Output) -> (String, bool) {
         return (String::new(), false);
     };
     let run = rows.run(&program);
-    let hw = nccl_perf_explain::hardware::probe(rows.first_pci().as_deref(), Path::new("/sys"));
+    let hw = probe_within(rows.first_pci(), PROBE_DEADLINE);
     let x = nccl_perf_explain::explain(&run, &hw, &rows.skus);
     let gate = rows.gate;
     let failed = gate_fails(gate, x.percent_of_expected);
@@ -177,6 +179,43 @@ pub fn conclude(out: &mut Output) -> (String, bool) {
     });
     out.set_explain_json(json);
     (text, failed)
+}
+
+/// How long the hardware read (NVML, sysfs) may take before explain goes on without it.
+const PROBE_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The hardware of this node (the GPU at `pci`), read on a thread of its own so that a driver
+/// that does not answer (a GPU in a bad state can hang NVML) cannot hang the run: after
+/// `deadline` the explanation goes on without it, and says so.
+fn probe_within(pci: Option<String>, deadline: Duration) -> Hardware {
+    within(deadline, move || {
+        nccl_perf_explain::hardware::probe(pci.as_deref(), Path::new("/sys"))
+    })
+}
+
+/// `read`'s hardware, or a note when it takes longer than `deadline` (its thread is left to
+/// finish or to end with the process).
+fn within(deadline: Duration, read: impl FnOnce() -> Hardware + Send + 'static) -> Hardware {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("explain-probe".into())
+        .spawn(move || {
+            let _ = tx.send(read());
+        });
+    let why = match spawned {
+        Err(e) => format!("hardware not read: no thread for it ({e})"),
+        Ok(_) => match rx.recv_timeout(deadline) {
+            Ok(hw) => return hw,
+            Err(_) => format!(
+                "hardware not read: NVML and sysfs did not answer within {} s",
+                deadline.as_secs_f64()
+            ),
+        },
+    };
+    Hardware {
+        notes: vec![why],
+        ..Hardware::default()
+    }
 }
 
 /// Whether `--explain-gate` fails: below the gate, or nothing to compare with.
@@ -338,6 +377,23 @@ mod tests {
         assert_eq!(run.rows[1].busbw, 6.0);
         assert_eq!(run.rows[1].seen, Some(seen));
         assert_eq!(rows.first_pci().as_deref(), Some("0000:18:00.0"));
+    }
+
+    #[test]
+    fn a_hardware_read_that_hangs_is_given_up() {
+        let slow = within(Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_secs(5));
+            Hardware::default()
+        });
+        assert_eq!(
+            slow.notes,
+            ["hardware not read: NVML and sysfs did not answer within 0.05 s"]
+        );
+        let quick = within(Duration::from_secs(60), || Hardware {
+            notes: vec!["read".into()],
+            ..Hardware::default()
+        });
+        assert_eq!(quick.notes, ["read"]);
     }
 
     #[test]
