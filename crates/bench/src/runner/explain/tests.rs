@@ -1,0 +1,98 @@
+//! Tests of `--explain` in the runner: the rows, the gate, the capture status, the hardware
+//! read's deadline.
+use super::*;
+use crate::report::HalfResult;
+
+fn device(rank: i64, host: &str) -> DeviceInfo {
+    DeviceInfo {
+        rank,
+        group: 0,
+        pid: 1,
+        hostname: host.into(),
+        device: rank,
+        pci_domain: 0,
+        pci_bus: 0x18,
+        pci_device: 0,
+        name: "NVIDIA H200".into(),
+    }
+}
+
+fn half(busbw: f64) -> HalfResult {
+    HalfResult {
+        time_us: 10.0,
+        algbw: busbw,
+        busbw,
+        wrong: Some(0.0),
+        per_iter: None,
+    }
+}
+
+#[test]
+fn the_run_counts_nodes_and_keeps_both_halves() {
+    let devices = [device(0, "a"), device(1, "a"), device(2, "b")];
+    let mut rows = Rows {
+        devices: devices.to_vec(),
+        rank_devices: Vec::new(),
+        nccl_version: 22803,
+        rows: Vec::new(),
+        skus: SkuTable::builtin(),
+        gate: None,
+        left_out: 0,
+    };
+    let r = RowResult {
+        size: 1 << 20,
+        count: 1 << 18,
+        dtype: "float".into(),
+        op: "sum".into(),
+        root: -1,
+        out_of_place: half(5.0),
+        in_place: half(6.0),
+        timestamp: None,
+        iterations: 20,
+    };
+    let seen = Seen {
+        channels: Some(2),
+        ..Seen::default()
+    };
+    rows.add(&r, [None, Some(seen.clone())]);
+    let run = rows.run("all_reduce_perf");
+    assert_eq!(run.collective, "all_reduce");
+    assert_eq!((run.nranks, run.nnodes, run.ranks_per_node), (3, 2, 2));
+    assert_eq!(run.rows.len(), 2);
+    assert!(!run.rows[0].in_place && run.rows[1].in_place);
+    assert_eq!(run.rows[1].busbw, 6.0);
+    assert_eq!(run.rows[1].seen, Some(seen));
+    assert_eq!(rows.first_pci().as_deref(), Some("0000:18:00.0"));
+}
+
+#[test]
+fn a_hardware_read_that_hangs_is_given_up() {
+    let slow = within(Duration::from_millis(50), || {
+        std::thread::sleep(Duration::from_secs(5));
+        Hardware::default()
+    });
+    assert_eq!(
+        slow.notes,
+        ["hardware not read: NVML and sysfs did not answer within 0.05 s"]
+    );
+    let quick = within(Duration::from_secs(60), || Hardware {
+        notes: vec!["read".into()],
+        ..Hardware::default()
+    });
+    assert_eq!(quick.notes, ["read"]);
+}
+
+#[test]
+fn the_gate_fails_below_it_and_without_a_figure() {
+    assert!(!gate_fails(None, Some(1.0)));
+    assert!(!gate_fails(Some(80.0), Some(80.0)));
+    assert!(gate_fails(Some(80.0), Some(79.9)));
+    assert!(gate_fails(Some(80.0), None));
+}
+
+#[test]
+fn nothing_is_captured_without_the_plugins() {
+    assert_eq!(version_text(22803), "2.28.3");
+    // This test binary never installed the plugins.
+    assert!(matches!(capture(22803), Capture::Unavailable(_)));
+}
