@@ -40,7 +40,7 @@ fn one_h200_rank_is_a_device_local_copy() {
     );
     // The out-of-place halves from 1 GiB: 1893.3, 2124.8, 2132.7, 2136.3 GB/s; median 2133.
     assert!(
-        out.contains("# verdict: all_reduce ≥ 1 GiB: one rank, algbw 2133 GB/s, 89 % of half the memory bandwidth"),
+        out.contains("# verdict: all_reduce ≥ 1 GiB: one rank, algbw 2133 GB/s, 89 % of half the memory speed (HBM/2)"),
         "{out}"
     );
 }

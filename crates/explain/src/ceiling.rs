@@ -228,7 +228,7 @@ pub fn ceiling(
                 Scope::OneRank,
                 "HBM",
                 "one rank: no interconnect, a device-local copy bounded by the GPU's memory \
-                 bandwidth (not in the SKU table for this GPU)"
+                 speed (not in the SKU table for this GPU)"
                     .into(),
             ),
         };

@@ -114,7 +114,7 @@ pub(crate) fn judge(
             let of = ceiling
                 .and_then(|c| c.algbw_gbs)
                 .and_then(|c| algbw.map(|a| a / c * 100.0))
-                .map(|p| format!(", {} of half the memory bandwidth", percent(p)))
+                .map(|p| format!(", {} of half the memory speed (HBM/2)", percent(p)))
                 .unwrap_or_default();
             judged.verdict = format!(
                 "{head}: one rank, algbw {}{of} — a device-local copy, no interconnect: busbw is not a link figure here",

@@ -186,14 +186,22 @@ fn is_all_reduce(run: &Run, nranks: usize) -> bool {
 
 /// The explanation of `run`, as `# ` lines.
 pub fn text(run: &Run, skus: &SkuTable) -> String {
-    if let Some((seen, hw)) = recorded(run) {
-        return explain(&seen, &hw, skus).to_text();
-    }
-    let hw = Hardware {
-        notes: vec![NOT_READ.to_string()],
-        ..Hardware::default()
+    let x = match recorded(run) {
+        Some((seen, hw)) => explain(&seen, &hw, skus),
+        None => {
+            let hw = Hardware {
+                notes: vec![NOT_READ.to_string()],
+                ..Hardware::default()
+            };
+            explain(&observed(run), &hw, skus)
+        }
     };
-    explain(&observed(run), &hw, skus).to_text()
+    // As the benchmarks print them: no `bandwidth` or `FAILED` in lines of ours (a SKU file's
+    // text could hold them), so a report stays scrapable like the log it came from.
+    x.to_text()
+        .lines()
+        .map(|l| nccl_perf_locate::output::scrub(l) + "\n")
+        .collect()
 }
 
 #[cfg(test)]

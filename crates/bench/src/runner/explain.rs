@@ -131,6 +131,22 @@ impl Rows {
     }
 }
 
+/// `text`'s lines as the stdout contract wants ours: each starts with `#` (text from the
+/// environment or a SKU file cannot start a line of its own), and the words nccl-tests scrapers
+/// look for are replaced (`bandwidth` → `bw`, `FAILED` → `failed`), as locate's lines are.
+fn stdout_safe(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let l = crate::locate::output::scrub(l);
+            if l.starts_with('#') {
+                l + "\n"
+            } else {
+                format!("# {l}\n")
+            }
+        })
+        .collect()
+}
+
 /// `--explain-sku`'s table, else the built-in one; an error names the file and the line.
 fn table(x: &ExplainOptions) -> Result<SkuTable> {
     match &x.sku {
@@ -160,13 +176,16 @@ pub fn conclude(out: &mut Output) -> (String, bool) {
     let mut text = x.to_text();
     if let Some(g) = gate {
         text.push_str(&match (x.percent_of_expected, failed) {
-            (Some(p), true) => format!("# Explain gate: FAILED: {p:.0} % of expected, below {g} %\n"),
-            (Some(p), false) => format!("# Explain gate: OK: {p:.0} % of expected, at least {g} %\n"),
+            (Some(p), true) => format!("# Explain gate: not met: {p:.0} % of expected, below {g} %\n"),
+            (Some(p), false) => format!("# Explain gate: met: {p:.0} % of expected, at least {g} %\n"),
             (None, _) => format!(
-                "# Explain gate: FAILED: no expected figure to compare with (--explain-gate {g} needs one)\n"
+                "# Explain gate: not met: no expected figure to compare with (--explain-gate {g} needs one)\n"
             ),
         });
     }
+    // The stdout contract: no line of ours says `bandwidth` or `FAILED` (a SKU file's text, a
+    // device name or a verdict could).
+    let text = stdout_safe(&text);
     let json = serde_json::json!({
         "lines": x.lines,
         "verdict": x.verdict,
@@ -278,10 +297,10 @@ pub fn dry_run_line() -> String {
         (None, Some(c)) => format!("tuner: built in, chained ({c})"),
         _ => say("tuner", &i.tuner),
     };
-    format!(
+    stdout_safe(&format!(
         "# Explain: NCCL's {}; {tuner} (NCCL 2.27 or later loads them)\n",
         say("profiler", &i.profiler),
-    )
+    ))
 }
 
 impl Worker<'_> {

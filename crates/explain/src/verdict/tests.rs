@@ -207,7 +207,7 @@ fn one_rank_and_posing_ranks() {
     let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
     assert!(
         e.verdict
-            .contains("one rank, algbw 1200 GB/s, 50 % of half the memory bandwidth"),
+            .contains("one rank, algbw 1200 GB/s, 50 % of half the memory speed (HBM/2)"),
         "{}",
         e.verdict
     );

@@ -96,3 +96,12 @@ fn nothing_is_captured_without_the_plugins() {
     // This test binary never installed the plugins.
     assert!(matches!(capture(22803), Capture::Unavailable(_)));
 }
+
+#[test]
+fn stdout_lines_keep_the_contract() {
+    let text = "# verdict: 80 % of the memory Bandwidth\n# gate FAILED\nstray line\n";
+    assert_eq!(
+        stdout_safe(text),
+        "# verdict: 80 % of the memory bw\n# gate failed\n# stray line\n"
+    );
+}
