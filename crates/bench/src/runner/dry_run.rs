@@ -57,9 +57,11 @@ pub fn check_and_plan(
     };
     if boot.world_rank() == 0 {
         let text = render(opts, coll, program, boot, &records, &plan, &located);
-        print!("{text}");
         if let Some(x) = &opts.explain {
             super::explain::check_table(x)?;
+        }
+        print!("{text}");
+        if opts.explain.is_some() {
             print!("{}", super::explain::dry_run_line());
         }
     }
