@@ -92,18 +92,15 @@ impl Rows {
 
     /// The run as explain sees it, for `program` (`all_reduce_perf`).
     pub fn run(&self, program: &str) -> observed::Run {
-        let mut per_host: Vec<(&str, u32)> = Vec::new();
+        let mut per_host: std::collections::BTreeMap<&str, u32> = Default::default();
         for d in &self.devices {
-            match per_host.iter_mut().find(|(h, _)| *h == d.hostname) {
-                Some((_, n)) => *n += 1,
-                None => per_host.push((&d.hostname, 1)),
-            }
+            *per_host.entry(&d.hostname).or_default() += 1;
         }
         observed::Run {
             collective: program.strip_suffix("_perf").unwrap_or(program).to_string(),
             nranks: self.devices.len() as u32,
             nnodes: per_host.len() as u32,
-            ranks_per_node: per_host.iter().map(|(_, n)| *n).max().unwrap_or(0),
+            ranks_per_node: per_host.values().copied().max().unwrap_or(0),
             nccl_version: self.nccl_version,
             gpu_names: self.devices.iter().map(|d| d.name.clone()).collect(),
             rank_devices: self.rank_devices.clone(),
@@ -255,7 +252,7 @@ pub fn capture(version: i32) -> Capture {
         return Capture::Unavailable(format!(
             "NCCL {} cannot load plugins from the program itself (NCCL 2.26 or later can), so \
              the algorithm, protocol, transport and NCCL's model are not shown",
-            version_text(version)
+            super::version::version_name(version)
         ));
     }
     let mut notes: Vec<String> = [&i.profiler, &i.tuner, &i.chained]
@@ -269,7 +266,7 @@ pub fn capture(version: i32) -> Capture {
         notes.push(format!(
             "NCCL {} offers profiler interface v3, which explain does not read (v4 is NCCL \
              2.27's): the algorithm, protocol, channels and transport are not shown",
-            version_text(version)
+            super::version::version_name(version)
         ));
     }
     Capture::Live {
@@ -277,11 +274,6 @@ pub fn capture(version: i32) -> Capture {
         tuner: i.tuner.is_none(),
         notes,
     }
-}
-
-/// `22803` → `2.28.3` (codes of NCCL 2.9 and later).
-fn version_text(code: i32) -> String {
-    format!("{}.{}.{}", code / 10000, code / 100 % 100, code % 100)
 }
 
 /// The dry run's line about the plugins.

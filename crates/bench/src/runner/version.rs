@@ -96,7 +96,7 @@ pub(super) fn settings(o: &Options, version: i32) -> Result<Settings> {
 }
 
 /// `2.19.3` for the version code 21903.
-fn version_name(code: i32) -> String {
+pub(super) fn version_name(code: i32) -> String {
     format!("{}.{}.{}", code / 10000, code / 100 % 100, code % 100)
 }
 

@@ -92,7 +92,6 @@ fn the_gate_fails_below_it_and_without_a_figure() {
 
 #[test]
 fn nothing_is_captured_without_the_plugins() {
-    assert_eq!(version_text(22803), "2.28.3");
     // This test binary never installed the plugins.
     assert!(matches!(capture(22803), Capture::Unavailable(_)));
 }

@@ -39,10 +39,8 @@ const EXCHANGE_MARGIN: Duration = Duration::from_secs(15);
 pub fn check(l: &LocateOptions, nccl: &Nccl, version: i32, boot: &dyn Bootstrap) -> Result<()> {
     if nccl.ncclCommSplit.is_none() || nccl.ncclCommInitRankConfig.is_none() {
         return Err(Error::Unsupported(format!(
-            "--locate needs ncclCommSplit (NCCL 2.18 or later); the loaded NCCL is {}.{}.{} ({})",
-            version / 10000,
-            version / 100 % 100,
-            version % 100,
+            "--locate needs ncclCommSplit (NCCL 2.18 or later); the loaded NCCL is {} ({})",
+            super::version::version_name(version),
             nccl.path
         )));
     }
