@@ -248,6 +248,24 @@ const PUBLIC: &[Expect] = &[
         op: "sum",
     },
     Expect {
+        file: "nccl-issue-583-hashes-lost.log",
+        rows: 2,
+        program: "",
+        ranks: Some(2),
+        problems: &[Check::Footer],
+        error_column: true,
+        op: "sum",
+    },
+    Expect {
+        file: "nccl-tests-issue-249-hashes-lost.log",
+        rows: 0,
+        program: "all_reduce_perf",
+        ranks: Some(1),
+        problems: &[Check::Footer, Check::Rows],
+        error_column: false,
+        op: "",
+    },
+    Expect {
         file: "azure-h100-invalid-number-of-gpus.log",
         rows: 0,
         program: "all_reduce_perf",
@@ -738,4 +756,74 @@ fn an_unnamed_test_stays_unnamed_through_json() {
     assert!(!md.lines().any(|l| l.starts_with("### nccl-perf")), "{md}");
     let table = text(&tool(&["report", &json]));
     assert!(!table.contains("Collective test starting"), "{table}");
+}
+
+/// `report` on `body` written to `dir/name`: (exit code, stdout, stderr).
+fn report(dir: &Path, name: &str, body: &str) -> (Option<i32>, String, String) {
+    let path = write(dir, name, body);
+    let out = tool(&["report", &path]);
+    let err = String::from_utf8_lossy(&out.stderr).replace(&path, "LOG");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err,
+    )
+}
+
+#[test]
+fn logs_that_lost_their_hashes_read_as_the_originals() {
+    // Every golden nccl-tests 2.19.6 log with a table, as a ticket or web page shows it: the `#`
+    // gone with its blank kept (a filter), or with the blanks after it (a Markdown heading).
+    let dir = scratch("hashes");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
+    let mut names: Vec<String> = std::fs::read_dir(&golden)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".out"))
+        .collect();
+    names.sort();
+    let mut checked = 0;
+    for name in names {
+        let body = std::fs::read_to_string(golden.join(&name)).unwrap_or_else(|e| panic!("{e}"));
+        if !body.contains("# Avg bus bandwidth") {
+            continue;
+        }
+        let want = report(&dir, &name, &body);
+        let filtered: String = body
+            .lines()
+            .map(|l| l.strip_prefix('#').unwrap_or(l).to_string() + "\n")
+            .collect();
+        let headings: String = body
+            .lines()
+            .map(|l| l.strip_prefix('#').map_or(l, str::trim_start).to_string() + "\n")
+            .collect();
+        for (how, text) in [("filtered", filtered), ("headings", headings)] {
+            let got = report(&dir, &format!("{how}-{name}"), &text);
+            assert_eq!(got, want, "{name} with its # lost ({how})");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} golden logs with a table");
+}
+
+#[test]
+fn a_public_log_that_lost_its_hashes_keeps_its_parameters() {
+    let runs = parse_log(
+        &read("nccl-tests-issue-249-hashes-lost.log"),
+        "l",
+        &ParseOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let run = &runs[0];
+    assert_eq!(run.info.max_bytes, 16 * 1024 * 1024);
+    assert_eq!(run.info.iters, 5);
+    // The older wording of `-z 1`.
+    assert_eq!(run.info.blocking, 1);
+    assert_eq!(run.devices.len(), 1);
+    assert_eq!(run.devices[0].name, "NVIDIA A10G");
+    // And a log with its `#`s is not taken for one without.
+    let with: String = read("gcp-a3mega-mpirun-16.log");
+    let runs = parse_log(&with, "g", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].rows.len(), 31);
 }

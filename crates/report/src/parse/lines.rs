@@ -503,15 +503,79 @@ pub fn after_colon(line: &str) -> &str {
 }
 
 /// Lines that only nccl-tests prints, used to find what a launcher or a document puts before
-/// every line of a log.
-const ANCHORS: [&str; 6] = [
+/// every line of a log (the last: the table's units line, for an excerpt of the table alone).
+const ANCHORS: [&str; 7] = [
     "# nThread ",
     "# Collective test starting:",
     "# nccl-tests version ",
     "# Using devices",
     "# Out of bounds values",
     "# Avg bus bandwidth",
+    "#        (B)    (elements)",
 ];
+
+/// What follows the `#` of nccl-tests' comment lines that start with a word (for logs that lost
+/// their `#`s: [`restore_hash`]).
+const COMMENT_WORDS: [&str; 15] = [
+    "nThread ",
+    "out-of-place",
+    "(B)",
+    "Using devices",
+    "Rank ",
+    "Out of bounds values",
+    "Avg bus bandwidth",
+    "Collective test ",
+    "nccl-tests version ",
+    "Blocking Enabled",
+    "Per-Iteration Report",
+    "Parallel Init Enabled",
+    "Reducing maxBytes",
+    "GPU memory usage",
+    "error: ",
+];
+
+/// True for a log whose comment lines lost their leading `#` (pasted into a ticket or a web page
+/// that took `#` for a heading, or filtered by a tool): none of them has one, and the parameter
+/// line or the footer is there without it. Such lines are read with [`restore_hash`].
+pub fn hashes_stripped<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> bool {
+    let has_hash = lines.clone().any(|l| {
+        ["# nThread ", "# Using devices", "# Avg bus bandwidth"]
+            .iter()
+            .any(|a| l.starts_with(a))
+    });
+    !has_hash
+        && lines.into_iter().any(|l| {
+            let t = l.trim_start();
+            (t.starts_with("nThread ") && t.contains(" nGpus "))
+                || t.starts_with("Using devices")
+                || t.starts_with("Avg bus bandwidth")
+        })
+}
+
+/// A line of a log that lost its `#`s ([`hashes_stripped`]) as nccl-tests printed it: a line
+/// that starts with a blank and no digit (the `#` went, its blank stayed), or with one of the
+/// comment lines' words (a heading's `# ` went), gets its `#` back. Rows (digits), command
+/// lines, failure lines and NCCL's own lines stay as they are.
+pub fn restore_hash(line: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let t = line.trim_start();
+    if t.is_empty() || line.starts_with('#') {
+        return Cow::Borrowed(line);
+    }
+    let hash = if line.starts_with(' ') { "#" } else { "# " };
+    if COMMENT_WORDS.iter().any(|w| t.starts_with(w)) || is_names_line(t) {
+        return Cow::Owned(format!("{hash}{line}"));
+    }
+    let keep = t.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+        || is_failure(line)
+        || is_nccl_debug(line)
+        || command_program(line).is_some();
+    if keep || !line.starts_with(' ') {
+        Cow::Borrowed(line)
+    } else {
+        Cow::Owned(format!("#{line}"))
+    }
+}
 
 /// A constant text before every line of a log, learned from the lines only nccl-tests prints:
 /// a document's indentation (4 spaces, a tab, `> ` quotes), a launcher's tag (Ray and

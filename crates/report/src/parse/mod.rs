@@ -64,11 +64,17 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
         streams.entry(stream).or_default().push((i + 1, line));
         count = i + 1;
     }
+    let stripped = lines::hashes_stripped(streams.values().flatten().map(|&(_, l)| l));
     let mut runs = Vec::new();
     for stream in order {
         let mut parser = Parser::new(file);
+        parser.hashes_stripped = stripped;
         for &(n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
-            parser.line(n, line)?;
+            if stripped {
+                parser.line(n, &lines::restore_hash(line))?;
+            } else {
+                parser.line(n, line)?;
+            }
         }
         runs.extend(parser.finish()?);
     }
@@ -131,6 +137,9 @@ struct Parser<'a> {
     current: Option<Test>,
     last_line: usize,
     done: Vec<Run>,
+    /// The log's comment lines lost their `#` ([`lines::hashes_stripped`]): an empty line in a
+    /// test's header, device or closing lines was a `#` line.
+    hashes_stripped: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -142,11 +151,22 @@ impl<'a> Parser<'a> {
             current: None,
             last_line: 0,
             done: Vec::new(),
+            hashes_stripped: false,
         }
     }
 
     fn line(&mut self, n: usize, text: &str) -> Result<(), ReadError> {
         self.last_line = n;
+        let in_header =
+            |t: &Test| matches!(t.stage, Stage::Header | Stage::Devices | Stage::Closing);
+        let text = if self.hashes_stripped
+            && text.is_empty()
+            && self.current.as_ref().is_some_and(in_header)
+        {
+            "#"
+        } else {
+            text
+        };
         if let Some(mut test) = self.current.take() {
             match self.in_test(&mut test, text) {
                 Ok(Step::Taken) => {
@@ -438,7 +458,11 @@ fn header_line(test: &mut Test, text: &str) -> Result<Step, LineError> {
         run.info.program = program;
         test.has_parameters = true;
     } else if let Some(what) = text.strip_prefix("# Blocking Enabled: ") {
-        run.info.blocking = if what.starts_with("wait and barrier after each inner") {
+        // Older versions had one blocking mode (`-z 1`), worded "wait for completion and barrier after
+        // each collective".
+        run.info.blocking = if what.starts_with("wait and barrier after each inner")
+            || what.starts_with("wait for completion and barrier after each collective")
+        {
             1
         } else if what.starts_with("wait after each inner") {
             2
