@@ -376,6 +376,38 @@ fn a_constant_prefix_on_every_line_is_found() {
 }
 
 #[test]
+fn a_prefix_is_found_on_an_excerpt_of_the_table_alone() {
+    // Intel MPI's -prepend-rank (`[0] `) before a table pasted without the lines above it.
+    let from = V2_19_6.find("#       size").unwrap_or(0);
+    let to = V2_19_6.find("# Out of bounds").unwrap_or(V2_19_6.len());
+    for prefix in ["[0] ", "[0]"] {
+        let run = one(&prefixed(prefix, &V2_19_6[from..to]));
+        assert_eq!(run.rows, one(V2_19_6).rows, "{prefix:?}");
+    }
+}
+
+#[test]
+fn a_row_is_never_given_a_hash() {
+    for line in [
+        "        1024           256     float     sum      -1     7.87    0.13    0.00       0",
+        "mpirun -np 2 ./all_reduce_perf -b 8",
+        " .. vm pid 12: Test failure common.cu:1454",
+        "vm:12:12 [0] NCCL INFO Channel 00/32 : 0 1",
+        "",
+        "# nThread 1",
+    ] {
+        assert_eq!(lines::restore_hash(line), line);
+    }
+    assert_eq!(lines::restore_hash(" Using devices"), "# Using devices");
+    assert_eq!(lines::restore_hash("Using devices"), "# Using devices");
+    assert_eq!(lines::restore_hash("  Rank  0 Group"), "#  Rank  0 Group");
+    assert_eq!(
+        lines::restore_hash(" Collective test concluded: all_reduce_perf"),
+        "# Collective test concluded: all_reduce_perf"
+    );
+}
+
+#[test]
 fn an_excerpt_from_the_device_lines_keeps_its_devices() {
     let from = V2_19_6.find("# Using devices").unwrap_or(0);
     let run = one(&V2_19_6[from..]);
