@@ -638,6 +638,22 @@ impl Prefixes {
     }
 }
 
+/// A line without the rank tag that MPICH's and Intel MPI's `-prepend-rank` put before every
+/// piece a process writes, so also inside a line that nccl-tests printed in pieces (a row's
+/// halves: `... sum -1[0]    1626.5 ...`): when the learned prefix `writer` is such a tag
+/// (`[N]`), its copies inside the line go.
+pub fn without_inner_tags<'a>(writer: &str, line: &'a str) -> std::borrow::Cow<'a, str> {
+    let tag = writer
+        .strip_prefix('[')
+        .and_then(|w| w.strip_suffix(']'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if tag && line.contains(writer) {
+        std::borrow::Cow::Owned(line.replace(writer, ""))
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    }
+}
+
 /// Where the nccl-tests text of an anchor line starts (after any prefix), or `None` for a line
 /// that is no anchor or whose only prefix is one of `srun -l` (read by [`split_prefix`]).
 fn anchor_at(line: &str) -> Option<usize> {

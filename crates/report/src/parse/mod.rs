@@ -22,6 +22,7 @@ mod lines;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use lines::{Columns, LineError, Stream};
@@ -46,7 +47,7 @@ pub struct ParseOptions {
 /// Reads every test of a log. `file` names it in the runs' [`Source`] and in errors.
 pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
     let mut order: Vec<(String, Stream)> = Vec::new();
-    let mut streams: HashMap<(String, Stream), Vec<(usize, &str)>> = HashMap::new();
+    let mut streams: HashMap<(String, Stream), Vec<(usize, Cow<str>)>> = HashMap::new();
     let mut count = 0;
     let text = text.strip_suffix('\n').unwrap_or(text);
     let raw_lines = || {
@@ -57,6 +58,7 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
     for (i, raw) in raw_lines().enumerate() {
         let (writer, rest) = prefixes.strip(raw);
         let (stream, line) = lines::split_prefix(rest);
+        let line = lines::without_inner_tags(&writer, line);
         let stream = (writer, stream);
         if !streams.contains_key(&stream) {
             order.push(stream.clone());
@@ -64,16 +66,16 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
         streams.entry(stream).or_default().push((i + 1, line));
         count = i + 1;
     }
-    let stripped = lines::hashes_stripped(streams.values().flatten().map(|&(_, l)| l));
+    let stripped = lines::hashes_stripped(streams.values().flatten().map(|(_, l)| l.as_ref()));
     let mut runs = Vec::new();
     for stream in order {
         let mut parser = Parser::new(file);
         parser.hashes_stripped = stripped;
-        for &(n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
+        for (n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
             if stripped {
-                parser.line(n, &lines::restore_hash(line))?;
+                parser.line(*n, &lines::restore_hash(line))?;
             } else {
-                parser.line(n, line)?;
+                parser.line(*n, line)?;
             }
         }
         runs.extend(parser.finish()?);

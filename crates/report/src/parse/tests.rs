@@ -387,6 +387,27 @@ fn a_prefix_is_found_on_an_excerpt_of_the_table_alone() {
 }
 
 #[test]
+fn a_rank_tag_inside_a_row_is_taken_out() {
+    // MPICH / Intel MPI `-prepend-rank` tags every piece a process writes: nccl-tests prints a
+    // row in pieces (NVIDIA/nccl issue 1453 shows `sum      -1[0]    1626.5 ...`).
+    let log: String = V2_19_6
+        .lines()
+        .map(|l| {
+            if l.starts_with('#') || l.is_empty() {
+                format!("[0] {l}\n")
+            } else {
+                let (head, tail) = l.split_at(52);
+                let (mid, last) = tail.split_at(32);
+                format!("[0]{head}[0]{mid}[0]{last}\n")
+            }
+        })
+        .collect();
+    let run = one(&log);
+    assert_eq!(run.rows, one(V2_19_6).rows);
+    assert!(run.summary.is_some());
+}
+
+#[test]
 fn a_row_is_never_given_a_hash() {
     for line in [
         "        1024           256     float     sum      -1     7.87    0.13    0.00       0",
