@@ -44,10 +44,13 @@ pub struct ParseOptions {
     pub allow_partial: bool,
 }
 
+/// Who wrote a line: the constant prefix (without timestamps) and the launcher's stream.
+type Writer = (String, Stream);
+
 /// Reads every test of a log. `file` names it in the runs' [`Source`] and in errors.
 pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
-    let mut order: Vec<(String, Stream)> = Vec::new();
-    let mut streams: HashMap<(String, Stream), Vec<(usize, Cow<str>)>> = HashMap::new();
+    let mut order: Vec<Writer> = Vec::new();
+    let mut streams: HashMap<Writer, Vec<(usize, Cow<str>)>> = HashMap::new();
     let mut count = 0;
     let text = text.strip_suffix('\n').unwrap_or(text);
     let raw_lines = || {
