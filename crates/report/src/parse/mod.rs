@@ -10,7 +10,7 @@
 //!
 //! A constant text before every line (a document's indentation or quote marks, a launcher's
 //! tag, a timestamp) is found from the lines only nccl-tests prints and taken off first
-//! ([`lines::Prefixes`]).
+//! (`prefix::Prefixes`).
 //!
 //! A test ends with its footer, or with nccl-tests' failure lines (then it has rows but no
 //! footer). A test that simply stops (end of file, or another test starting) is a truncated
@@ -19,13 +19,15 @@
 //! output) is kept in [`TextDetails::broken_lines`] with the reason; the other rows are read.
 
 mod lines;
+mod prefix;
 #[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use lines::{Columns, LineError, Stream};
+use lines::{Columns, LineError};
+use prefix::Stream;
 
 use super::Summary;
 use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
@@ -57,11 +59,11 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
         text.split('\n')
             .map(|raw| raw.strip_suffix('\r').unwrap_or(raw))
     };
-    let prefixes = lines::Prefixes::learn(raw_lines());
+    let prefixes = prefix::Prefixes::learn(raw_lines());
     for (i, raw) in raw_lines().enumerate() {
         let (writer, rest) = prefixes.strip(raw);
-        let (stream, line) = lines::split_prefix(rest);
-        let line = lines::without_inner_tags(&writer, line);
+        let (stream, line) = prefix::split_prefix(rest);
+        let line = prefix::without_inner_tags(&writer, line);
         let stream = (writer, stream);
         if !streams.contains_key(&stream) {
             order.push(stream.clone());
@@ -69,14 +71,14 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
         streams.entry(stream).or_default().push((i + 1, line));
         count = i + 1;
     }
-    let stripped = lines::hashes_stripped(streams.values().flatten().map(|(_, l)| l.as_ref()));
+    let stripped = prefix::hashes_stripped(streams.values().flatten().map(|(_, l)| l.as_ref()));
     let mut runs = Vec::new();
     for stream in order {
         let mut parser = Parser::new(file);
         parser.hashes_stripped = stripped;
         for (n, line) in streams.get(&stream).map(Vec::as_slice).unwrap_or(&[]) {
             if stripped {
-                parser.line(*n, &lines::restore_hash(line))?;
+                parser.line(*n, &prefix::restore_hash(line))?;
             } else {
                 parser.line(*n, line)?;
             }
@@ -142,7 +144,7 @@ struct Parser<'a> {
     current: Option<Test>,
     last_line: usize,
     done: Vec<Run>,
-    /// The log's comment lines lost their `#` ([`lines::hashes_stripped`]): an empty line in a
+    /// The log's comment lines lost their `#` ([`prefix::hashes_stripped`]): an empty line in a
     /// test's header, device or closing lines was a `#` line.
     hashes_stripped: bool,
 }

@@ -417,13 +417,13 @@ fn a_row_is_never_given_a_hash() {
         "",
         "# nThread 1",
     ] {
-        assert_eq!(lines::restore_hash(line), line);
+        assert_eq!(prefix::restore_hash(line), line);
     }
-    assert_eq!(lines::restore_hash(" Using devices"), "# Using devices");
-    assert_eq!(lines::restore_hash("Using devices"), "# Using devices");
-    assert_eq!(lines::restore_hash("  Rank  0 Group"), "#  Rank  0 Group");
+    assert_eq!(prefix::restore_hash(" Using devices"), "# Using devices");
+    assert_eq!(prefix::restore_hash("Using devices"), "# Using devices");
+    assert_eq!(prefix::restore_hash("  Rank  0 Group"), "#  Rank  0 Group");
     assert_eq!(
-        lines::restore_hash(" Collective test concluded: all_reduce_perf"),
+        prefix::restore_hash(" Collective test concluded: all_reduce_perf"),
         "# Collective test concluded: all_reduce_perf"
     );
 }
@@ -478,7 +478,7 @@ fn garbage_is_an_error_not_a_panic() {
 
 #[test]
 fn prefix_detection_leaves_rows_alone() {
-    use lines::{Stream, split_prefix};
+    use prefix::{Stream, split_prefix};
     assert_eq!(split_prefix("12: # x"), (Stream::Srun(12), "# x"));
     assert_eq!(split_prefix("0:"), (Stream::Srun(0), ""));
     assert_eq!(
