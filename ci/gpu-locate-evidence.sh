@@ -18,11 +18,12 @@
 # nobody is named and the job is not said to be slow.
 # Environment: RUNS (5), LOCATE_CASES ("pause-8 healthy-8": only those; default all),
 # LOCATE_DROP4 (0.3) and LOCATE_DROP8 (0.15) the --locate-min-drop of each size, PAUSE_MS,
-# PERIOD_MS, LOCATE_CORE (3) the busy core, LOCATE_L8 (mpirun; slurm: the non-MPI build),
+# PERIOD_MS, LOCATE_JOB_LEVEL (pause: the job-level slowdown is measured for the pause only;
+# all: for both), LOCATE_CORE (3) the busy core, LOCATE_L8 (mpirun; slurm: the non-MPI build),
 # LOCATE_LIMIT (150 s per run), LOCATE_DRY=1 (print the commands only; no GPU needed).
 # Needs: bash, awk, taskset, sleep with fractions (GNU coreutils), and what ci/vcluster.sh needs.
 set -u
-[ $# -eq 2 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 D=$(cd "$1" && pwd) || exit 2
 mkdir -p "$2/logs" || exit 2
 O=$(cd "$2" && pwd)
@@ -35,6 +36,7 @@ RUNS=${RUNS:-5}
 CORE=${LOCATE_CORE:-3}
 LIMIT=${LOCATE_LIMIT:-150}
 PAUSE_MS=${PAUSE_MS:-30}
+JOB_LEVEL=${LOCATE_JOB_LEVEL:-pause}
 PERIOD_MS=${PERIOD_MS:-100}
 CASES=" ${LOCATE_CASES:-all} "
 note() { echo "$*" | tee -a "$S"; }
@@ -223,10 +225,16 @@ for n in 4 8; do
   fi
   for how in starve pause; do
     if want "$how-$n"; then
-      job_level "$how" "$n" "$l" "$bin"
+      t0=$SECONDS
+      [ "$how" = pause ] || [ "$JOB_LEVEL" = all ] && job_level "$how" "$n" "$l" "$bin"
       series "$how-$n" "$n" "$l" "$bin" "$how" "$drop"
+      [ -n "$DRY" ] || note "NOTE $how-$n took $((SECONDS - t0)) s"
     fi
   done
-  want "healthy-$n" && series "healthy-$n" "$n" "$l" "$bin" none "$drop"
+  if want "healthy-$n"; then
+    t0=$SECONDS
+    series "healthy-$n" "$n" "$l" "$bin" none "$drop"
+    [ -n "$DRY" ] || note "NOTE healthy-$n took $((SECONDS - t0)) s"
+  fi
 done
 cat "$S"
