@@ -7,7 +7,7 @@ use crate::hardware::Hardware;
 use crate::observed::{Net, Path, Run};
 use crate::render::{gbs, size};
 use crate::sku::{Expectation, SkuTable};
-use crate::verdict::{RowFields, is_special, median_busbw, median_of, percent};
+use crate::verdict::{BANDWIDTH_BOUND, RowFields, is_special, median_busbw, median_of, percent};
 
 /// The verdict and the gate's figure.
 pub(crate) struct Judged {
@@ -133,6 +133,22 @@ pub(crate) fn judge(
         _ => {}
     }
     let of_model = median_of(rows, large, |r| r.percent_of_model);
+    let largest = large.iter().map(|&i| run.rows[i].bytes).max().unwrap_or(0);
+    if largest < BANDWIDTH_BOUND {
+        let model = of_model
+            .map(|p| format!(", {} of NCCL's model", percent(p)))
+            .unwrap_or_default();
+        judged.percent_of_expected = of_model;
+        judged.expected_basis = of_model.map(|_| "NCCL's own cost model".into());
+        judged.verdict = format!(
+            "{head}: busbw {}{model} — too small to judge the links: the largest size, {}, is \
+             bound by latency (compare from {} up, e.g. -e 1G)",
+            gbs(measured),
+            size(largest),
+            size(BANDWIDTH_BOUND)
+        );
+        return judged;
+    }
     let of_ceiling = median_of(rows, large, |r| r.percent_of_ceiling);
     let of_expected = median_of(rows, large, |r| r.percent_of_expected);
     let mut parts = vec![format!("busbw {}", gbs(measured))];

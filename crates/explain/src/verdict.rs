@@ -13,6 +13,11 @@ use crate::sku::{Expectation, SkuTable};
 /// Rows at or above this size are "large" for the verdict (else the largest third).
 pub const LARGE: u64 = 1 << 30;
 
+/// Below this size a collective is bound by latency, not by its links: a run whose largest
+/// judged size is smaller is not compared with link ceilings or published (large-size)
+/// figures, only with NCCL's model, which predicts the latency too.
+pub const BANDWIDTH_BOUND: u64 = 16 << 20;
+
 /// What explain says about one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Explanation {

@@ -390,3 +390,36 @@ fn plugins_not_loaded_are_said() {
         Some(true)
     );
 }
+
+#[test]
+fn latency_bound_sizes_are_not_judged_against_the_links() {
+    // The same sweep cut at 8 MiB: only NCCL's model (which predicts latency too) is used.
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    r.rows.retain(|row| row.bytes <= 8 << 20);
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    let v = &e.verdict;
+    assert!(v.contains("97 % of NCCL's model"), "{v}");
+    assert!(
+        v.contains("too small to judge the links: the largest size, 8 MiB"),
+        "{v}"
+    );
+    assert!(!v.contains("ceiling") && !v.contains("published"), "{v}");
+    assert_eq!(e.expected_basis.as_deref(), Some("NCCL's own cost model"));
+    // From a log (no model): nothing to gate on.
+    r.capture = Capture::FromLog;
+    for row in &mut r.rows {
+        row.seen = None;
+    }
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    assert!(
+        e.verdict.contains("too small to judge the links"),
+        "{}",
+        e.verdict
+    );
+    assert_eq!(e.percent_of_expected, None);
+    // At 16 MiB the links are judged.
+    let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
+    r.rows.retain(|row| row.bytes <= BANDWIDTH_BOUND);
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    assert!(e.verdict.contains("of the NVLink ceiling"), "{}", e.verdict);
+}
