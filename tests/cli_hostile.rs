@@ -621,6 +621,16 @@ fn hostile_environments(_tmp: &Path) -> Vec<Case> {
             Launch("rank 5 is not below the number of processes 2"),
         ),
         with_env(
+            "an empty world",
+            &["--dry-run"],
+            &[
+                ("RANK", "0"),
+                ("WORLD_SIZE", "0"),
+                ("MASTER_ADDR", "127.0.0.1"),
+            ],
+            Launch("the number of processes is 0 (it must be at least 1)"),
+        ),
+        with_env(
             "bad port",
             &["--dry-run"],
             &[

@@ -313,6 +313,12 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
                 t.launcher, t.size
             )));
         }
+        if t.size == 0 {
+            return Err(Error::Launch(format!(
+                "{}: the number of processes is 0 (it must be at least 1)",
+                t.launcher
+            )));
+        }
         if t.rank >= t.size {
             return Err(Error::Launch(format!(
                 "{}: rank {} is not below the number of processes {}",
