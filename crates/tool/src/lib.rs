@@ -14,6 +14,8 @@ mod error;
 mod explain;
 pub mod locate_plot;
 mod metric;
+#[cfg(test)]
+mod mutated;
 mod plot;
 
 use compare::{CompareOptions, Verdict, compare};
