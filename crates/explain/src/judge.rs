@@ -108,7 +108,20 @@ pub(crate) fn judge(
         .map(|g| g.name.clone())
         .or_else(|| run.gpu_names.first().cloned());
     let diag = diagnoses(run, hw, skus, shape);
+    let largest = large.iter().map(|&i| run.rows[i].bytes).max().unwrap_or(0);
+    let latency_bound = largest < BANDWIDTH_BOUND;
     match is_special(ceiling) {
+        Some(Scope::OneRank) if latency_bound => {
+            let algbw = crate::verdict::median_of_algbw(run, large);
+            judged.verdict = format!(
+                "{head}: one rank, algbw {} — a device-local copy, and too small to judge: the \
+                 largest size, {}, is bound by latency (compare from {} up)",
+                algbw.map_or("n/a".into(), gbs),
+                size(largest),
+                size(BANDWIDTH_BOUND)
+            );
+            return judged;
+        }
         Some(Scope::OneRank) => {
             let algbw = crate::verdict::median_of_algbw(run, large);
             let of = ceiling
@@ -133,8 +146,7 @@ pub(crate) fn judge(
         _ => {}
     }
     let of_model = median_of(rows, large, |r| r.percent_of_model);
-    let largest = large.iter().map(|&i| run.rows[i].bytes).max().unwrap_or(0);
-    if largest < BANDWIDTH_BOUND {
+    if latency_bound {
         let model = of_model
             .map(|p| format!(", {} of NCCL's model", percent(p)))
             .unwrap_or_default();

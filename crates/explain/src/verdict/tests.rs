@@ -417,6 +417,17 @@ fn latency_bound_sizes_are_not_judged_against_the_links() {
         e.verdict
     );
     assert_eq!(e.percent_of_expected, None);
+    // One rank: the copy is not judged against the memory speed either.
+    let mut r = run(1, 1, 470.0, Path::IntraNode, "NVLS");
+    r.rows.retain(|row| row.bytes <= 8 << 20);
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    assert!(
+        e.verdict
+            .contains("a device-local copy, and too small to judge: the largest size, 8 MiB"),
+        "{}",
+        e.verdict
+    );
+    assert!(!e.verdict.contains("HBM"), "{}", e.verdict);
     // At 16 MiB the links are judged.
     let mut r = run(8, 1, 470.0, Path::IntraNode, "NVLS");
     r.rows.retain(|row| row.bytes <= BANDWIDTH_BOUND);
