@@ -1,0 +1,288 @@
+use super::*;
+use crate::bootstrap::Reduce;
+use crate::error::Result;
+use crate::locate::round::{Phase, Role, RoundBuilder, Subject};
+use crate::locate::seam::GroupOutcome;
+use std::sync::{Arc, Barrier, Mutex};
+
+/// Processes of one job as threads: only the allgather is real.
+struct Threads {
+    rank: usize,
+    size: usize,
+    posted: Arc<Mutex<Vec<String>>>,
+    barrier: Arc<Barrier>,
+    /// This rank's allgather fails (as a lost process makes the bootstrap's fail).
+    broken: bool,
+}
+
+impl Bootstrap for Threads {
+    fn world_size(&self) -> usize {
+        self.size
+    }
+    fn world_rank(&self) -> usize {
+        self.rank
+    }
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn describe(&self) -> String {
+        "threads".into()
+    }
+    fn barrier(&self) -> Result<()> {
+        self.barrier.wait();
+        Ok(())
+    }
+    fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
+        Ok(v)
+    }
+    fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
+        Ok(())
+    }
+    fn gather(&self, text: String) -> Result<Vec<String>> {
+        Ok(vec![text])
+    }
+    fn allgather(&self, text: String) -> Result<Vec<String>> {
+        if self.broken {
+            return Err(Error::Bootstrap {
+                msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
+                timed_out: true,
+                lost: vec![3],
+            });
+        }
+        self.posted.lock().unwrap()[self.rank] = text;
+        self.barrier.wait();
+        let all = self.posted.lock().unwrap().clone();
+        self.barrier.wait();
+        Ok(all)
+    }
+}
+
+/// A rank's part from a table: per round, what it sees.
+struct Scripted {
+    rank: usize,
+    seen: fn(usize, usize, Option<usize>) -> Part,
+    finished: Vec<bool>,
+    rebuilds: Vec<bool>,
+}
+
+impl Local for Scripted {
+    fn run_round(
+        &mut self,
+        round: &Round,
+        group: Option<usize>,
+        rebuild: bool,
+        _deadline: Instant,
+    ) -> Result<Part> {
+        self.rebuilds.push(rebuild);
+        Ok((self.seen)(round.index, self.rank, group))
+    }
+    fn finish(&mut self, measured: bool) {
+        self.finished.push(measured);
+    }
+}
+
+/// Rounds 1 and 2 of four ranks: pairs {0,1} {2,3}, then {0,2} {1,3}.
+fn rounds() -> Vec<Round> {
+    [[[0, 1], [2, 3]], [[0, 2], [1, 3]]]
+        .iter()
+        .enumerate()
+        .map(|(i, groups)| {
+            let mut b = RoundBuilder::new(4, Phase::Pairs);
+            for g in groups {
+                b.add(g.to_vec(), Subject::Pair(g[0], g[1]), Role::Primary);
+            }
+            b.finish(i + 1).unwrap()
+        })
+        .collect()
+}
+
+type Outcome = (
+    Vec<std::result::Result<RoundResult, Stop>>,
+    Scripted,
+    Option<Error>,
+);
+
+/// Runs `rounds()` on four threads; rank `broken` (if any) cannot share.
+fn run_four_ranks(
+    seen: fn(usize, usize, Option<usize>) -> Part,
+    broken: Option<usize>,
+) -> Vec<Outcome> {
+    let posted = Arc::new(Mutex::new(vec![String::new(); 4]));
+    let barrier = Arc::new(Barrier::new(if broken.is_some() { 1 } else { 4 }));
+    let bw = |n: usize, s: f64| n as f64 / s;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .filter(|r| broken.is_none() || broken == Some(*r))
+            .map(|rank| {
+                let (posted, barrier) = (posted.clone(), barrier.clone());
+                s.spawn(move || {
+                    let boot = Threads {
+                        rank,
+                        size: 4,
+                        posted,
+                        barrier,
+                        broken: broken.is_some(),
+                    };
+                    let local = Scripted {
+                        rank,
+                        seen,
+                        finished: Vec::new(),
+                        rebuilds: Vec::new(),
+                    };
+                    let mut r = Rounds::new(local, &boot, Average::Mean, &bw);
+                    let results: Vec<_> = rounds()
+                        .iter()
+                        .map(|round| r.run_round(round, Duration::from_secs(1)))
+                        .collect();
+                    let (local, fatal) = r.into_parts();
+                    (results, local, fatal)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn part(seen: Seen) -> Part {
+    Part {
+        seen,
+        world_lost: false,
+        stuck: false,
+    }
+}
+
+#[test]
+fn every_rank_gets_the_same_outcomes() {
+    // Round 1: rank 3 sees its group hang; round 2: everyone measures, rank r in r+1 us.
+    let seen = |round, rank, _group| match (round, rank) {
+        (1, 3) => part(Seen::Hung),
+        (1, 2) => part(Seen::Failed {
+            error: "remote process exited".into(),
+        }),
+        _ => part(Seen::Measured {
+            time_us: rank as f64 + 1.0,
+        }),
+    };
+    let all = run_four_ranks(seen, None);
+    let first: Vec<_> = all[0].0.iter().map(|r| r.clone().unwrap()).collect();
+    assert_eq!(
+        first[0].outcomes,
+        [
+            GroupOutcome::Measured {
+                busbw: 2.0 / (1.5 * 1e-6),
+                time_us: 1.5
+            },
+            GroupOutcome::Hung
+        ]
+    );
+    assert_eq!(
+        first[1].outcomes,
+        [
+            GroupOutcome::Measured {
+                busbw: 2.0 / (2.0 * 1e-6),
+                time_us: 2.0
+            },
+            GroupOutcome::Measured {
+                busbw: 2.0 / (3.0 * 1e-6),
+                time_us: 3.0
+            }
+        ]
+    );
+    for (results, local, fatal) in &all {
+        let outcomes: Vec<_> = results
+            .iter()
+            .map(|r| r.as_ref().unwrap().outcomes.clone())
+            .collect();
+        let expected: Vec<_> = first.iter().map(|r| r.outcomes.clone()).collect();
+        assert_eq!(outcomes, expected);
+        assert!(fatal.is_none());
+        // Orderly teardown only where the whole group measured.
+        let hung_group = local.rank >= 2;
+        assert_eq!(local.finished, [!hung_group, true]);
+        assert_eq!(local.rebuilds, [false, false]);
+    }
+}
+
+#[test]
+fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_next_round() {
+    let seen = |round, rank, _group| Part {
+        seen: Seen::Measured { time_us: 1.0 },
+        world_lost: round == 1 && rank == 1,
+        stuck: round == 2 && rank == 2,
+    };
+    let all = run_four_ranks(seen, None);
+    for (results, local, _) in &all {
+        assert!(results.iter().all(|r| r.is_ok()));
+        assert_eq!(local.rebuilds, [false, true]);
+    }
+    // Lost again and again: locate stops instead of rebuilding forever.
+    let lost = |_, _, _| Part {
+        seen: Seen::Hung,
+        world_lost: true,
+        stuck: false,
+    };
+    let boot = Threads {
+        rank: 0,
+        size: 1,
+        posted: Arc::new(Mutex::new(vec![String::new(); 1])),
+        barrier: Arc::new(Barrier::new(1)),
+        broken: false,
+    };
+    let bw = |_: usize, _: f64| 1.0;
+    let scripted = Scripted {
+        rank: 0,
+        seen: lost,
+        finished: Vec::new(),
+        rebuilds: Vec::new(),
+    };
+    let mut r = Rounds::new(scripted, &boot, Average::Mean, &bw);
+    let round = Round {
+        index: 1,
+        phase: Phase::Nodes,
+        groups: Vec::new(),
+    };
+    for _ in 0..MAX_REBUILDS {
+        assert!(r.run_round(&round, Duration::from_secs(1)).is_ok());
+    }
+    let stop = r.run_round(&round, Duration::from_secs(1)).unwrap_err();
+    assert!(stop.why.contains("3 rounds in a row"), "{}", stop.why);
+    // A third round would stop and name rank 2.
+    let posted = Arc::new(Mutex::new(vec![String::new(); 1]));
+    let boot = Threads {
+        rank: 0,
+        size: 1,
+        posted,
+        barrier: Arc::new(Barrier::new(1)),
+        broken: false,
+    };
+    let bw = |_: usize, _: f64| 1.0;
+    let mut r = Rounds::new(
+        Scripted {
+            rank: 0,
+            seen,
+            finished: Vec::new(),
+            rebuilds: Vec::new(),
+        },
+        &boot,
+        Average::Mean,
+        &bw,
+    );
+    r.stuck = vec![2];
+    let stop = r
+        .run_round(&rounds()[0], Duration::from_secs(1))
+        .unwrap_err();
+    assert_eq!(stop.lost, [2]);
+    assert!(stop.why.contains("rank 2 stayed busy"), "{}", stop.why);
+}
+
+#[test]
+fn a_bootstrap_that_lost_a_process_stops_naming_it() {
+    let seen = |_, _, _| part(Seen::Measured { time_us: 1.0 });
+    let all = run_four_ranks(seen, Some(0));
+    let (results, local, fatal) = &all[0];
+    let stop = results[0].as_ref().unwrap_err();
+    assert_eq!(stop.lost, [3]);
+    assert!(stop.why.contains("has sent nothing"), "{}", stop.why);
+    assert!(matches!(fatal, Some(Error::Bootstrap { .. })));
+    assert!(local.finished.is_empty());
+}
