@@ -827,3 +827,27 @@ fn a_public_log_that_lost_its_hashes_keeps_its_parameters() {
     let runs = parse_log(&with, "g", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(runs[0].rows.len(), 31);
 }
+
+#[test]
+fn ranks_are_inferred_from_the_printed_digits_only_when_they_tell() {
+    // busbw/algbw = 2(n-1)/n for all_reduce; the two values are rounded to their last digit, so
+    // n is known to a range, and given only when one whole number lies in it.
+    let cases: &[(&str, Option<usize>)] = &[
+        ("gcp-a3mega-mpirun-16.log", Some(16)),
+        ("aws-p5-srun-l.log", Some(16)),
+        ("aws-batch-tag-output.log", Some(8)),
+        ("coreweave-gb200-1rack.log", Some(72)),
+        // 386.56 / 195.31: n between 95.9 and 96.5 (a tolerance of 0.2 around 96.2 missed it).
+        ("coreweave-h100-mpijob-kubectl.log", Some(96)),
+        // 810.41 / 408.40 = 1.98435 is 2·127/128; the excerpt's one device line says rank 143
+        // (144 ranks would print 1.98611): the log's numbers, not the inference, disagree.
+        ("coreweave-gb200-2racks.log", Some(128)),
+        // 1440 ranks: 405.74 / 203.01 allows anything from 1376 to 1532.
+        ("coreweave-gb200-20racks.log", None),
+    ];
+    for &(file, want) in cases {
+        let runs = parse_log(&read(file), file, &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(health::ranks_from_bandwidth(&runs[0]), want, "{file}");
+    }
+}

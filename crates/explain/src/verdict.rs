@@ -276,11 +276,12 @@ fn published_lines(run: &Run, gpu: Option<&str>, found: &[&Expectation]) -> Vec<
 }
 
 fn headline(run: &Run, gpu: Option<&str>) -> String {
-    let mut s = format!(
-        "explain: {} on {} rank(s)",
-        collective_name(run),
-        run.nranks
-    );
+    let ranks = if run.nranks == 0 {
+        "an unknown number of ranks".to_string()
+    } else {
+        format!("{} rank(s)", run.nranks)
+    };
+    let mut s = format!("explain: {} on {ranks}", collective_name(run));
     if run.nnodes > 0 {
         s += &format!(", {} node(s)", run.nnodes);
         if run.ranks_per_node > 0 {

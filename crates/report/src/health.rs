@@ -221,20 +221,36 @@ pub fn ranks_from_bandwidth(run: &Run) -> Option<usize> {
     if alg < 5.0 {
         return None;
     }
-    let r = bus / alg;
-    let n = if (1.01..2.0).contains(&r) {
-        2.0 / (2.0 - r)
-    } else if (0.45..0.99).contains(&r) {
-        1.0 / (1.0 - r)
-    } else {
-        return None;
+    // n from the ratio, for the ratio's range: all_reduce's 2(n-1)/n lies in [1, 2), the
+    // others' (n-1)/n in [0.5, 1).
+    let n_of = |r: f64| {
+        if (1.01..2.0).contains(&r) {
+            Some(2.0 / (2.0 - r))
+        } else if (0.45..0.99).contains(&r) {
+            Some(1.0 / (1.0 - r))
+        } else {
+            None
+        }
     };
-    // The printed values' rounding moves n by less than this for the sizes accepted above.
-    let whole = n.round();
-    if (n - whole).abs() > 0.2 || !(2.0..=1_000_000.0).contains(&whole) {
+    // The values as printed are rounded to their last digit (two decimals; one from 1000 GB/s,
+    // none from 10000, as the columns are 7 wide): n is known to the range the rounding allows,
+    // and only when one whole number lies in it.
+    let half_digit = |v: f64| {
+        if v >= 10_000.0 {
+            0.5
+        } else if v >= 1_000.0 {
+            0.05
+        } else {
+            0.005
+        }
+    };
+    let low = n_of((bus - half_digit(bus)) / (alg + half_digit(alg)))?;
+    let high = n_of((bus + half_digit(bus)) / (alg - half_digit(alg)))?;
+    let (first, last) = (low.ceil(), high.floor());
+    if first != last || !(2.0..=1_000_000.0).contains(&first) {
         return None;
     }
-    Some(whole as usize)
+    Some(first as usize)
 }
 
 /// Why `run`'s numbers cannot be trusted, one line each (empty for a sound run).

@@ -112,10 +112,16 @@ pub fn observed(run: &Run) -> observed::Run {
     };
     if collective.is_empty() && is_all_reduce(run, nranks) {
         collective = "all_reduce".into();
-        notes.push(format!(
-            "the log does not name its test: all_reduce inferred from busbw/algbw = 2(n−1)/n \
-             with n = {nranks} (no other benchmark has a factor above 1)"
-        ));
+        notes.push(if nranks > 0 {
+            format!(
+                "the log does not name its test: all_reduce inferred from busbw/algbw = \
+                 2(n−1)/n with n = {nranks} (no other benchmark has a factor above 1)"
+            )
+        } else {
+            "the log does not name its test: all_reduce inferred from busbw/algbw above 1 (no \
+             other benchmark has a factor above 1)"
+                .to_string()
+        });
     }
     // Upstream's JSON keeps one device per process: each stands for this many ranks.
     let per_device = if run.devices.is_empty() {
@@ -180,8 +186,15 @@ fn is_all_reduce(run: &Run, nranks: usize) -> bool {
         return false;
     };
     let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    if alg < 5.0 {
+        return false;
+    }
+    if nranks == 0 {
+        // Too many ranks to tell how many from the printed digits: still above 1.
+        return bus / alg > 1.05;
+    }
     let n = nranks as f64;
-    nranks > 2 && alg >= 5.0 && ((bus / alg) / (2.0 * (n - 1.0) / n) - 1.0).abs() < 0.01
+    nranks > 2 && ((bus / alg) / (2.0 * (n - 1.0) / n) - 1.0).abs() < 0.01
 }
 
 /// The explanation of `run`, as `# ` lines.
