@@ -13,11 +13,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 /// Longest a child may run in these tests.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// The binary with a clean environment plus `vars`.
 fn command(vars: &[(&str, String)]) -> Command {
     command_with(vars, &[])
@@ -139,14 +134,14 @@ fn slurm(rank: usize, size: usize, port: u16) -> Vec<(&'static str, String)> {
 
 #[test]
 fn slurm_style_four_processes_print_one_plan() {
-    let port = free_port();
+    let port = programs::free_port();
     let outs = launch(&[0, 1, 2, 3], |r| slurm(r, 4, port));
     assert_eq!(single_plan(&outs), [(0, 0), (1, 1), (2, 0), (3, 1)]);
 }
 
 #[test]
 fn torchrun_style_four_processes_print_one_plan() {
-    let port = free_port();
+    let port = programs::free_port();
     let outs = launch(&[0, 1, 2, 3], |r| {
         vec![
             ("RANK", r.to_string()),
@@ -161,7 +156,7 @@ fn torchrun_style_four_processes_print_one_plan() {
 
 #[test]
 fn openmpi_style_without_local_rank_uses_the_host_hash() {
-    let port = free_port();
+    let port = programs::free_port();
     let outs = launch(&[0, 1, 2, 3], |r| {
         vec![
             ("OMPI_COMM_WORLD_RANK", r.to_string()),
@@ -177,7 +172,7 @@ fn openmpi_style_without_local_rank_uses_the_host_hash() {
 #[test]
 fn locate_in_a_dry_run_shares_the_topology_and_shows_the_first_round() {
     // Four processes posing as four hosts (their own NCCL_HOSTID), as on the one-GPU machine.
-    let port = free_port();
+    let port = programs::free_port();
     let children = (0..4)
         .map(|r| {
             let vars = vec![
@@ -218,7 +213,7 @@ fn locate_in_a_dry_run_shares_the_topology_and_shows_the_first_round() {
 
 /// Every process of a launch missing `missing` fails within the timeout, naming it.
 fn missing_rank_is_named(missing: usize) {
-    let port = free_port();
+    let port = programs::free_port();
     let ranks: Vec<usize> = (0..4).filter(|r| *r != missing).collect();
     let start = Instant::now();
     let outs = launch(&ranks, |r| {

@@ -19,11 +19,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 /// How long a survivor may take to stop (the watchdog needs about 2 s).
 const STOP_WITHIN: Duration = Duration::from_secs(15);
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// One process of a job, its stderr in `dir/err<rank>`.
 struct Proc {
     rank: usize,
@@ -130,7 +125,7 @@ fn fault_one(
     expect: impl Fn(usize, usize) -> Vec<String>,
 ) {
     let dir = programs::scratch(&format!("rank-fault-{size}-{victim}{sig}"));
-    let port = free_port();
+    let port = programs::free_port();
     let mut procs: Vec<Proc> = (0..size)
         .map(|r| {
             spawn(

@@ -28,11 +28,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 /// Shell-quoted words.
 fn quoted(words: &[std::ffi::OsString]) -> String {
     words
@@ -90,7 +85,10 @@ impl Nodes {
             .env("RECIPE_NODES", nodes.to_string())
             .env("RECIPE_SLOTS", slots.to_string())
             .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "90")
-            .env("NCCL_PERF_RENDEZVOUS_PORT", free_port().to_string())
+            .env(
+                "NCCL_PERF_RENDEZVOUS_PORT",
+                programs::free_port().to_string(),
+            )
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .stdin(Stdio::null());

@@ -29,11 +29,6 @@ fn limit() -> Duration {
     Duration::from_secs(timeout() + 2)
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// One process of a torchrun-style job on 127.0.0.1:`port`.
 fn rank(
     bin: &str,
@@ -102,7 +97,7 @@ fn job(
     extra: &[(&str, &str)],
     meddle: impl FnOnce(u16),
 ) -> (Vec<Output>, u64, Duration) {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let r0 = rank(BIN, 0, size, port, extra, &[]);
     wait_listening(port);
@@ -324,7 +319,7 @@ fn junk_oversized_frames_and_forged_hellos_are_refused_and_the_job_goes_on() {
 
 #[test]
 fn a_forged_hello_for_a_taken_rank_does_not_abort_the_job() {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let r0 = rank(BIN, 0, 3, port, &[], &[]);
     let r1 = rank(BIN, 1, 3, port, &[], &[]);
@@ -344,7 +339,7 @@ fn a_forged_hello_for_a_taken_rank_does_not_abort_the_job() {
 
 #[test]
 fn a_process_of_another_job_on_the_same_port_is_refused() {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let mine = [("TORCHELASTIC_RUN_ID", "job-a")];
     let r0 = rank(BIN, 0, 3, port, &mine, &[]);
@@ -380,7 +375,7 @@ fn a_process_of_another_job_on_the_same_port_is_refused() {
 
 #[test]
 fn a_rank_with_the_wrong_key_is_refused_and_named_at_the_timeout() {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let key = [("NCCL_PERF_RENDEZVOUS_KEY", "right")];
     let mut children: Vec<Child> = (0..3).map(|r| rank(BIN, r, 4, port, &key, &[])).collect();
@@ -411,7 +406,7 @@ fn a_rank_with_the_wrong_key_is_refused_and_named_at_the_timeout() {
 /// A launch whose rank 3 runs `bin` with `args`: every process stops with exit 6, and rank 0
 /// names the difference.
 fn mismatch(bin: &str, args: &[&str], expect: &str) {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let id = [("TORCHELASTIC_RUN_ID", "job-m")];
     let mut children: Vec<Child> = (0..3).map(|r| rank(BIN, r, 4, port, &id, &[])).collect();
@@ -454,7 +449,7 @@ fn ranks_that_differ_in_options_or_binary_stop_the_launch() {
 
 #[test]
 fn a_rank_that_dies_before_the_others_arrive_is_named_at_once() {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let r0 = rank(BIN, 0, 4, port, &[], &[]);
     let mut r1 = rank(BIN, 1, 4, port, &[], &[]);
@@ -506,7 +501,7 @@ fn wait_connected(port: u16) {
 
 #[test]
 fn a_second_rank_0_is_told_why() {
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let first = rank(BIN, 0, 2, port, &[], &[]);
     wait_listening(port);
@@ -708,7 +703,7 @@ fn a_hello_signed_with_the_public_key_for_a_rank_past_the_end_is_refused() {
 fn a_seated_stranger_that_sends_and_half_closes_neither_spins_rank_0_nor_keeps_its_seat() {
     // Before: rank 0 woke for it on every poll, at 80-100 % of a core, until its timeout.
     let items = real_run_items(3);
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let r0 = rank(BIN, 0, 3, port, &[], &[]);
     wait_listening(port);
@@ -738,7 +733,7 @@ fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
     use std::sync::{Arc, Mutex};
     let _alone = heavy();
     more_files();
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let timeout = [("NCCL_PERF_BOOTSTRAP_TIMEOUT", "20")];
     let r0 = rank(BIN, 0, 4, port, &timeout, &[]);
@@ -810,7 +805,7 @@ fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
 fn a_rank_that_arrives_after_a_wrong_launch_is_told_why_at_once() {
     // Before: rank 0 told only the processes it already had; one arriving just after waited
     // its whole timeout and exited 4, "could not reach rank 0".
-    let port = free_port();
+    let port = programs::free_port();
     let start = Instant::now();
     let job = [("TORCHELASTIC_RUN_ID", "job-x")];
     let r0 = rank(BIN, 0, 4, port, &job, &[]);

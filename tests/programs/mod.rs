@@ -251,3 +251,25 @@ pub fn fake_library(
     }
     Some(out)
 }
+
+/// A port for a test's rendezvous: free now, and below the kernel's range of ephemeral ports,
+/// so that no connection made meanwhile (this test's other processes connecting, a parallel
+/// test) can take it as its local port before rank 0 listens. Calls in one process walk
+/// through the ports from a start the process id picks.
+pub fn free_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (base, span) = (10_000, ephemeral.saturating_sub(10_000).max(1000));
+    let start = std::process::id().wrapping_mul(7919);
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = (base + start.wrapping_add(n) % span).min(65535) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {base} and {}", base + span);
+}

@@ -8,9 +8,22 @@ fn test_fingerprint() -> Fingerprint {
     Fingerprint(vec!["test_perf".into(), "1".into(), "-b 1M".into()])
 }
 
+/// A free port below the kernel's ephemeral range (from 10000; as tests/programs' helper): a
+/// port from bind(0) can be taken as a local port by a connection another test makes before
+/// rank 0 listens on it.
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let span = ephemeral.saturating_sub(10_000).max(1000);
+    let start = std::process::id().wrapping_mul(7919);
+    (0..span)
+        .map(|_| (10_000 + start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16)
+        .find(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port")
 }
 
 fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
