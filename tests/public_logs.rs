@@ -197,7 +197,9 @@ const PUBLIC: &[Expect] = &[
         file: "gcp-a3mega-mpirun-16.log",
         rows: 31,
         program: "",
-        ranks: None,
+        // The document lost the `#` of its first three lines (parameters, `Using devices`,
+        // rank 0's device line): they are read all the same.
+        ranks: Some(16),
         problems: &[],
         error_column: false,
         op: "sum",
@@ -659,9 +661,9 @@ fn an_excerpt_from_using_devices_keeps_its_rank_count() {
     assert_eq!(out.status.code(), Some(4), "{t}");
     assert!(t.contains("# problem: ranks: base 16, new 8"), "{t}");
 
-    // A table without its device lines (the a3mega document lost their `#`): the rank count
+    // A table without its device lines (an excerpt from the table header): the rank count
     // comes from busbw/algbw, 16, and is checked.
-    let bare = logs().join("gcp-a3mega-mpirun-16.log");
+    let bare = logs().join("aws-eks-mpijob-tag-output.log");
     let out = tool(&["compare", &eight, &bare.to_string_lossy()]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(4), "{t}");
@@ -839,9 +841,9 @@ fn ranks_are_inferred_from_the_printed_digits_only_when_they_tell() {
         ("coreweave-gb200-1rack.log", Some(72)),
         // 386.56 / 195.31: n between 95.9 and 96.5 (a tolerance of 0.2 around 96.2 missed it).
         ("coreweave-h100-mpijob-kubectl.log", Some(96)),
-        // 810.41 / 408.40 = 1.98435 is 2·127/128; the excerpt's one device line says rank 143
-        // (144 ranks would print 1.98611): the log's numbers, not the inference, disagree.
-        ("coreweave-gb200-2racks.log", Some(128)),
+        // 810.41 / 408.40 = 1.98435 is 2·127/128, but the excerpt's one device line says rank
+        // 143 (144 ranks would print 1.98611): the numbers and the line disagree, neither wins.
+        ("coreweave-gb200-2racks.log", None),
         // 1440 ranks: 405.74 / 203.01 allows anything from 1376 to 1532.
         ("coreweave-gb200-20racks.log", None),
     ];
@@ -849,5 +851,33 @@ fn ranks_are_inferred_from_the_printed_digits_only_when_they_tell() {
         let runs = parse_log(&read(file), file, &ParseOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(health::ranks_from_bandwidth(&runs[0]), want, "{file}");
+    }
+}
+
+#[test]
+fn an_excerpts_last_device_lines_bound_the_ranks_and_name_the_gpu() {
+    for (file, least, gpu) in [
+        ("coreweave-gb200-1rack.log", 72, "NVIDIA Graphics Device"),
+        ("coreweave-gb200-2racks.log", 144, "NVIDIA Graphics Device"),
+        ("coreweave-gb200-20racks.log", 1440, "NVIDIA GB200"),
+    ] {
+        let runs = parse_log(&read(file), file, &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(health::ranks_at_least(&runs[0]), Some(least), "{file}");
+        // Some GPUs only: not taken for the run's devices.
+        assert!(runs[0].devices.is_empty(), "{file}");
+        // Explained from the log, and from its JSON alike.
+        let dir = scratch("partial");
+        let json = tool(&["parse", &logs().join(file).to_string_lossy()]);
+        let json = write(&dir, "run.json", &String::from_utf8_lossy(&json.stdout));
+        for input in [logs().join(file).to_string_lossy().into_owned(), json] {
+            let out = text(&tool(&["report", "--explain", &input]));
+            assert!(out.contains("# explain: all_reduce on "), "{out}");
+            assert!(out.contains(&format!(", {gpu}\n")), "{input}: {out}");
+            assert!(
+                out.contains(&format!("rank {}", least - 1)),
+                "{input}: {out}"
+            );
+        }
     }
 }

@@ -250,7 +250,24 @@ pub fn ranks_from_bandwidth(run: &Run) -> Option<usize> {
     if first != last || !(2.0..=1_000_000.0).contains(&first) {
         return None;
     }
-    Some(first as usize)
+    // An excerpt's device lines may show a higher rank than the ratio allows: the numbers and
+    // the lines disagree, and neither is taken.
+    let n = first as usize;
+    if ranks_at_least(run).is_some_and(|least| n < least) {
+        return None;
+    }
+    Some(n)
+}
+
+/// The fewest ranks a run can have when only some of its device lines are in the log (an
+/// excerpt that starts at a later device line): one more than the highest rank shown.
+pub fn ranks_at_least(run: &Run) -> Option<usize> {
+    run.text
+        .partial_devices
+        .iter()
+        .filter_map(|d| usize::try_from(d.rank).ok())
+        .max()
+        .map(|r| r + 1)
 }
 
 /// Why `run`'s numbers cannot be trusted, one line each (empty for a sound run).

@@ -43,6 +43,10 @@ pub struct TextDetails {
     /// Lines inside the test that could not be read, `(line number, why)`: a row broken by
     /// interleaved output, a damaged device line. The lines are kept among `extra_lines`.
     pub broken_lines: Vec<(usize, String)>,
+    /// Device lines shown just before an excerpt's table that starts at a later device line:
+    /// some of the GPUs only (the devices are not known), but the highest rank shown bounds the
+    /// rank count from below and the names tell the GPU model.
+    pub partial_devices: Vec<crate::DeviceInfo>,
 }
 
 impl Default for TextDetails {
@@ -56,6 +60,7 @@ impl Default for TextDetails {
             error_column: false,
             stopped: None,
             broken_lines: Vec::new(),
+            partial_devices: Vec::new(),
         }
     }
 }

@@ -101,13 +101,26 @@ pub fn observed(run: &Run) -> observed::Run {
         Some(n) => n,
         None => match health::ranks_from_bandwidth(run) {
             Some(n) => {
+                let lines = match health::ranks_at_least(run) {
+                    Some(least) => format!("shows only device lines up to rank {}", least - 1),
+                    None => "has no device lines".to_string(),
+                };
                 notes.push(format!(
-                    "the log has no device lines: {n} ranks inferred from busbw/algbw of its \
-                     largest row (printed to two decimals, so approximate)"
+                    "the log {lines}: {n} ranks inferred from busbw/algbw of its largest row \
+                     (printed to two decimals, so approximate)"
                 ));
                 n
             }
-            None => 0,
+            None => {
+                if let Some(least) = health::ranks_at_least(run) {
+                    notes.push(format!(
+                        "the excerpt starts at a later device line: at least {least} ranks (rank \
+                         {} is shown), and busbw/algbw does not give a count that agrees",
+                        least - 1
+                    ));
+                }
+                0
+            }
         },
     };
     if collective.is_empty() && is_all_reduce(run, nranks) {
@@ -154,7 +167,15 @@ pub fn observed(run: &Run) -> observed::Run {
         nnodes: u32_of(per_host.len()),
         ranks_per_node: u32_of(per_host.values().copied().max().unwrap_or(0)),
         nccl_version: run.nccl_version,
-        gpu_names: run.devices.iter().map(|d| d.name.clone()).collect(),
+        // An excerpt's few device lines still name the GPU model.
+        gpu_names: if run.devices.is_empty() {
+            &run.text.partial_devices
+        } else {
+            &run.devices
+        }
+        .iter()
+        .map(|d| d.name.clone())
+        .collect(),
         rank_devices: run
             .devices
             .iter()

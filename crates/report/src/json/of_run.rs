@@ -41,6 +41,7 @@ fn log_json(run: &Run) -> LogJson {
         last_line: run.source.last_line,
         version_line: run.text.version_line.clone(),
         devices: run.devices.iter().map(Device::from).collect(),
+        partial_devices: run.text.partial_devices.iter().map(Device::from).collect(),
         timestamps: run
             .rows
             .iter()

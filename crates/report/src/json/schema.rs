@@ -186,6 +186,9 @@ pub struct LogJson {
     /// Lines of the test that could not be read: line number and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub broken_lines: Vec<BrokenLine>,
+    /// Device lines just before an excerpt that starts at a later device line (some GPUs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_devices: Vec<Device>,
 }
 
 /// A line of a test that could not be read (a row broken by interleaved output).

@@ -46,6 +46,9 @@ pub struct ParseOptions {
     pub allow_partial: bool,
 }
 
+/// Device lines kept before an excerpt's table at most (a bound, not a limit a log reaches).
+const MAX_PARTIAL: usize = 1024;
+
 /// Who wrote a line: the constant prefix (without timestamps) and the launcher's stream.
 type Writer = (String, Stream);
 
@@ -80,7 +83,7 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
             if stripped {
                 parser.line(*n, &prefix::restore_hash(line))?;
             } else {
-                parser.line(*n, line)?;
+                parser.line(*n, &prefix::restore_anchor(line))?;
             }
         }
         runs.extend(parser.finish()?);
@@ -144,6 +147,9 @@ struct Parser<'a> {
     current: Option<Test>,
     last_line: usize,
     done: Vec<Run>,
+    /// Device lines outside a test (an excerpt that starts at a later device line), for the next
+    /// test that starts at its table (at most [`MAX_PARTIAL`], the last ones).
+    partial_devices: Vec<crate::DeviceInfo>,
     /// The log's comment lines lost their `#` ([`prefix::hashes_stripped`]): an empty line in a
     /// test's header, device or closing lines was a `#` line.
     hashes_stripped: bool,
@@ -159,6 +165,7 @@ impl<'a> Parser<'a> {
             last_line: 0,
             done: Vec::new(),
             hashes_stripped: false,
+            partial_devices: Vec::new(),
         }
     }
 
@@ -258,11 +265,29 @@ impl<'a> Parser<'a> {
                 test.stage = Stage::Devices;
                 self.current = Some(test);
             }
+        } else if text.starts_with('#') && text[1..].trim_start().starts_with("Rank ") {
+            // A device line before an excerpt's table: some of the GPUs, kept aside.
+            if let Ok(d) = lines::device(text) {
+                if self.partial_devices.len() == MAX_PARTIAL {
+                    self.partial_devices.remove(0);
+                }
+                self.partial_devices.push(d);
+            }
         } else if lines::is_names_line(text) {
             // A table shown without the lines above it (an excerpt in a document or a ticket).
             let program = self.command.clone().unwrap_or_default();
+            let partial = std::mem::take(&mut self.partial_devices);
             self.start(n, &program);
             if let Some(test) = self.current.as_mut() {
+                // Ranks 0 to N-1 each once: every device line is there (only the lines above
+                // them were lost), so they are the run's devices.
+                let mut ranks: Vec<i64> = partial.iter().map(|d| d.rank).collect();
+                ranks.sort_unstable();
+                if !ranks.is_empty() && ranks.iter().zip(0..).all(|(&r, i)| r == i) {
+                    test.run.devices = partial;
+                } else {
+                    test.run.text.partial_devices = partial;
+                }
                 test.run.text.no_header = true;
                 test.has_parameters = true;
                 test.stage = Stage::Devices;
@@ -288,6 +313,8 @@ impl<'a> Parser<'a> {
     }
 
     fn start(&mut self, n: usize, program: &str) {
+        // Device lines before another kind of start belong to no excerpt.
+        self.partial_devices.clear();
         let version = self.version.take();
         let first_line = version.as_ref().map_or(n, |(v, _)| *v);
         let nccl_version = version

@@ -99,6 +99,22 @@ pub fn hashes_stripped<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> bool
         })
 }
 
+/// One of nccl-tests' comment lines that no other program prints, missing its `#` in a log
+/// whose other lines have theirs (a document that lost the `#` of its first lines): the
+/// parameter line (`nThread N nGpus N minBytes ...`), `Using devices` and the device lines
+/// (`Rank N Group N Pid N on ...`) get it back; every other line stays as it is.
+pub fn restore_anchor(line: &str) -> Cow<'_, str> {
+    let t = line.trim_start();
+    let words: Vec<&str> = t.split_whitespace().take(7).collect();
+    let parameters = matches!(words.as_slice(), ["nThread", _, "nGpus", _, "minBytes", ..]);
+    let device = matches!(words.as_slice(), ["Rank", _, "Group", _, "Pid", _, "on"]);
+    if line.starts_with('#') || !(parameters || device || t.trim_end() == "Using devices") {
+        return Cow::Borrowed(line);
+    }
+    let hash = if line.starts_with(' ') { "#" } else { "# " };
+    Cow::Owned(format!("{hash}{line}"))
+}
+
 /// A line of a log that lost its `#`s ([`hashes_stripped`]) as nccl-tests printed it: a line
 /// that starts with a blank and no digit (the `#` went, its blank stayed), or with one of the
 /// comment lines' words (a heading's `# ` went), gets its `#` back. Rows (digits), command

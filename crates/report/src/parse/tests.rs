@@ -419,6 +419,22 @@ fn a_row_is_never_given_a_hash() {
     ] {
         assert_eq!(prefix::restore_hash(line), line);
     }
+    // In a log that has its other `#`s, only lines no other program prints get theirs back.
+    let device = "  Rank  0 Group  0 Pid   6899 on host device  0 [0000:04:00] NVIDIA H100";
+    assert_eq!(prefix::restore_anchor(device), format!("#{device}"));
+    let parameters = "nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)";
+    assert_eq!(
+        prefix::restore_anchor(parameters),
+        format!("# {parameters}")
+    );
+    for line in [
+        "Rank 0: starting",
+        "Using devices 0-7 for the job",
+        "        1024           256     float     sum      -1     7.87",
+        "#  Rank  0 Group  0 Pid 1 on h device 0 [0x00] X",
+    ] {
+        assert_eq!(prefix::restore_anchor(line), line);
+    }
     assert_eq!(prefix::restore_hash(" Using devices"), "# Using devices");
     assert_eq!(prefix::restore_hash("Using devices"), "# Using devices");
     assert_eq!(prefix::restore_hash("  Rank  0 Group"), "#  Rank  0 Group");
