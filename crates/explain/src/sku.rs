@@ -98,6 +98,8 @@ pub struct Expectation {
     pub measured: String,
     /// Where.
     pub source: String,
+    /// The row came from the user's file (`--explain-sku`), not the built-in table.
+    pub own: bool,
 }
 
 /// The whole table.
@@ -137,7 +139,10 @@ impl SkuTable {
             file: file.clone(),
             source,
         })?;
-        let (user, keep_builtin) = parse_rows(&text, &file)?;
+        let (mut user, keep_builtin) = parse_rows(&text, &file)?;
+        for e in &mut user.expectations {
+            e.own = true;
+        }
         if !keep_builtin {
             return Ok(user);
         }
@@ -346,6 +351,7 @@ impl Fields {
             approximate,
             measured: self.need("measured")?.to_string(),
             source: self.need("source")?.to_string(),
+            own: false,
         })
     }
 }

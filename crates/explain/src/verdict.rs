@@ -182,7 +182,20 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         .as_deref()
         .map(|g| skus.expectations(g, &run.collective, run.nnodes, run.ranks_per_node))
         .unwrap_or_default();
-    let expectation = expectations.first().copied();
+    // Across nodes the figure is the network's: built-in rows of several networks for this
+    // shape leave none to choose (neither a log nor the NICs say which row's network this is);
+    // a row of the user's own file comes first and is used.
+    let networks: std::collections::BTreeSet<&str> = expectations
+        .iter()
+        .filter_map(|e| e.network.as_deref())
+        .collect();
+    let by_network =
+        run.nnodes > 1 && networks.len() > 1 && !expectations.first().is_some_and(|e| e.own);
+    let expectation = if by_network {
+        None
+    } else {
+        expectations.first().copied()
+    };
     for &i in &large {
         if let Some(e) = expectation {
             rows[i].expected_busbw = Some(e.busbw_gbs);
@@ -198,7 +211,12 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         };
         lines.push(head + &c.basis);
     }
-    lines.extend(published_lines(run, gpu.as_deref(), &expectations));
+    lines.extend(published_lines(
+        run,
+        gpu.as_deref(),
+        &expectations,
+        by_network,
+    ));
     lines.extend(hw.notes.iter().map(|n| format!("hardware: {n}")));
     let judged = crate::judge::judge(
         run,
@@ -229,7 +247,12 @@ pub(crate) fn collective_name(run: &Run) -> &str {
 }
 
 /// The SKU table's figures for this run, or why there is none.
-fn published_lines(run: &Run, gpu: Option<&str>, found: &[&Expectation]) -> Vec<String> {
+fn published_lines(
+    run: &Run,
+    gpu: Option<&str>,
+    found: &[&Expectation],
+    by_network: bool,
+) -> Vec<String> {
     let missing = if gpu.is_none() {
         Some("the GPU model is not known (no device lines)")
     } else if run.collective.is_empty() {
@@ -249,13 +272,19 @@ fn published_lines(run: &Run, gpu: Option<&str>, found: &[&Expectation]) -> Vec<
             run.collective, run.nnodes, run.ranks_per_node
         )];
     }
-    found
+    let mut lines: Vec<String> = found
         .iter()
         .enumerate()
         .map(|(i, e)| {
             format!(
                 "published{}: busbw {}{} for {} on {} × {} {gpu}{} ({}{}): {}",
-                if i == 0 { "" } else { " (also, not used)" },
+                if by_network {
+                    " (not used)"
+                } else if i == 0 {
+                    ""
+                } else {
+                    " (also, not used)"
+                },
                 gbs(e.busbw_gbs),
                 e.size
                     .map(|s| format!(" at {}", size(s)))
@@ -272,7 +301,16 @@ fn published_lines(run: &Run, gpu: Option<&str>, found: &[&Expectation]) -> Vec<
                 e.source
             )
         })
-        .collect()
+        .collect();
+    if by_network {
+        lines.push(format!(
+            "published: across nodes the figure is the network's, and the table's {} rows for \
+             this shape are of different networks: none is used (--explain-sku FILE with your \
+             network's row, or 'builtin | no' and yours alone)",
+            found.len()
+        ));
+    }
+    lines
 }
 
 fn headline(run: &Run, gpu: Option<&str>) -> String {

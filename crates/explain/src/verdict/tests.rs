@@ -261,7 +261,9 @@ fn nothing_breaks_on_empty_nan_or_zero_input() {
 }
 
 #[test]
-fn several_published_rows_are_all_shown_and_the_first_is_used() {
+fn rows_of_several_networks_are_shown_and_none_is_chosen_but_ones_own() {
+    // Two built-in rows for 2 × 8 H100, of two networks (AWS EFA, GCP TCPXO): across nodes the
+    // figure is the network's, so neither is used.
     let mut r = run(16, 2, 440.0, Path::Network(Net::Ib), "NVLSTree");
     r.gpu_names = vec!["NVIDIA H100 80GB HBM3".into(); 16];
     let mut h = hw(18, vec![(NicKind::Ib, 400.0); 8]);
@@ -269,23 +271,50 @@ fn several_published_rows_are_all_shown_and_the_first_is_used() {
     let e = explain(&r, &h, &SkuTable::builtin());
     let text = e.to_text();
     assert!(
-        text.contains("# published: busbw 487 GB/s at 16 GiB"),
+        text.contains("# published (not used): busbw 487 GB/s at 16 GiB"),
         "{text}"
     );
     assert!(
-        text.contains("# published (also, not used): busbw 339 GB/s at 8 GiB"),
+        text.contains("# published (not used): busbw 339 GB/s at 8 GiB"),
         "{text}"
     );
     assert!(
-        e.verdict.contains("90 % of the published 487 GB/s"),
-        "{}",
-        e.verdict
+        text.contains("are of different networks: none is used"),
+        "{text}"
     );
+    assert!(!e.verdict.contains("published"), "{}", e.verdict);
     assert!(
         e.verdict.contains("59 % of the network ceiling"),
         "{}",
         e.verdict
     );
+    // A row of one's own file for the shape comes first and is used.
+    let dir = std::env::temp_dir().join(format!("nccl-perf-sku-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.txt");
+    std::fs::write(
+        &file,
+        "expect | gpu=H100 80GB HBM3 | nodes=2 | gpus_per_node=8 | collective=all_reduce | \
+         busbw=450 | size=16G | network=our 8 x 400G InfiniBand | measured=our acceptance run | \
+         source=our runbook\n",
+    )
+    .unwrap();
+    let e = explain(&r, &h, &SkuTable::load(&file).unwrap());
+    let text = e.to_text();
+    assert!(
+        text.contains("# published: busbw 450 GB/s at 16 GiB"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# published (also, not used): busbw 487 GB/s"),
+        "{text}"
+    );
+    assert!(
+        e.verdict.contains("98 % of the published 450 GB/s"),
+        "{}",
+        e.verdict
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
