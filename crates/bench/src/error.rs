@@ -209,10 +209,10 @@ impl Error {
                 line!()
             );
         } else {
-            eprintln!("{}", self.render(&host));
+            crate::eline!("{}", self.render(&host));
         }
         if let Error::AfterLostPeer { lost, .. } = self {
-            eprintln!("{}", lost.render(&host));
+            crate::eline!("{}", lost.render(&host));
         }
     }
 

@@ -30,7 +30,7 @@ pub fn trace(phase: &str) {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if *ON.get_or_init(|| crate::environment::TRACE.get().is_some_and(|v| v == "1")) {
         let t = START.get_or_init(std::time::Instant::now).elapsed();
-        eprintln!("nccl-perf trace: {:8.3} s  {phase}", t.as_secs_f64());
+        crate::eline!("nccl-perf trace: {:8.3} s  {phase}", t.as_secs_f64());
     }
 }
 

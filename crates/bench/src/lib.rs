@@ -25,6 +25,7 @@ pub mod gpu;
 mod host;
 pub mod options;
 pub mod runner;
+pub mod stderr;
 mod sweep;
 pub mod verify;
 
@@ -59,7 +60,9 @@ fn install_panic_hook(program: String) {
             .location()
             .map(|l| format!(" at {}:{}", error::source_file(l.file()), l.line()))
             .unwrap_or_default();
-        eprintln!("{program}: internal error: {msg}{place} (a bug in nccl-perf; please report it)");
+        crate::eline!(
+            "{program}: internal error: {msg}{place} (a bug in nccl-perf; please report it)"
+        );
         runner::interrupt::thread_failed(&error::Error::Panicked);
     }));
 }
@@ -85,7 +88,7 @@ fn startup() -> Result<Startup, ExitCode> {
     let raw = match cli::parse(argv.iter().skip(1).cloned()) {
         Ok(r) => r,
         Err(msg) => {
-            eprintln!("{program}: {msg}");
+            crate::eline!("{program}: {msg}");
             return Err(ExitCode::from(code::ARGS));
         }
     };
@@ -96,19 +99,19 @@ fn startup() -> Result<Startup, ExitCode> {
             return Err(ExitCode::from(code::OK));
         }
         Err(OptionsError::Invalid(msg)) => {
-            eprintln!("{msg}");
+            crate::eline!("{msg}");
             return Err(ExitCode::from(code::ARGS));
         }
         Err(OptionsError::Unsupported(msg)) => {
-            eprintln!("{program}: {msg}");
+            crate::eline!("{program}: {msg}");
             return Err(ExitCode::from(code::NOT_IMPLEMENTED));
         }
     };
     for w in &parsed.warnings {
-        eprintln!("{program}: {w}");
+        crate::eline!("{program}: {w}");
     }
     for n in &parsed.notices {
-        eprintln!("{n}");
+        crate::eline!("{n}");
     }
     if parsed.options.explain.is_some() {
         // Before any thread starts and before NCCL is loaded (the discover phase loads it).
@@ -176,7 +179,7 @@ pub fn main_with<C: collective::Collective>(
         match make(&s.options) {
             Ok(coll) => s.run_benchmark(&coll),
             Err(e) => {
-                eprintln!("{}: {e}", s.program);
+                crate::eline!("{}: {e}", s.program);
                 ExitCode::from(e.exit_code())
             }
         }

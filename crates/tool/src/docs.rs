@@ -463,7 +463,7 @@ fn write_file(dir: &str, name: &str, text: &[u8]) -> Result<(), ToolError> {
         path: path.display().to_string(),
         source,
     })?;
-    eprintln!("nccl-perf: wrote {}", path.display());
+    nccl_perf_bench::eline!("nccl-perf: wrote {}", path.display());
     Ok(())
 }
 

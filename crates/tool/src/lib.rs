@@ -179,7 +179,7 @@ pub fn main() -> ExitCode {
     match run_subcommand(&matches) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("nccl-perf: {message}");
+            nccl_perf_bench::eline!("nccl-perf: {message}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -262,9 +262,9 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
                 title: m.get_one::<String>("title").cloned(),
             };
             for note in plot(&runs, &options)? {
-                eprintln!("nccl-perf: note: {note}");
+                nccl_perf_bench::eline!("nccl-perf: note: {note}");
             }
-            eprintln!("nccl-perf: wrote {}", options.output);
+            nccl_perf_bench::eline!("nccl-perf: wrote {}", options.output);
             Ok(0)
         }
         "compare" => {
@@ -339,9 +339,9 @@ fn plot_locate(
     let output = m.get_one::<String>("output").cloned().unwrap_or_default();
     let notes = crate::locate_plot::plot(&doc, &output, size)?;
     for note in notes {
-        eprintln!("nccl-perf: note: {note}");
+        nccl_perf_bench::eline!("nccl-perf: note: {note}");
     }
-    eprintln!("nccl-perf: wrote {output}");
+    nccl_perf_bench::eline!("nccl-perf: wrote {output}");
     Ok(Some(0))
 }
 
@@ -349,7 +349,7 @@ fn plot_locate(
 fn tell_problems(runs: &[Run]) -> u8 {
     let lines: Vec<String> = runs.iter().flat_map(health::describe).collect();
     for l in &lines {
-        eprintln!("nccl-perf: {l}");
+        nccl_perf_bench::eline!("nccl-perf: {l}");
     }
     if lines.is_empty() { 0 } else { EXIT_BROKEN }
 }

@@ -605,7 +605,7 @@ fn warn_if_open(launch: &TcpLaunch, address: &str) {
         super::auth::SHORT_SECRET
     );
     if !launch.secret.is_set() {
-        eprintln!(
+        crate::eline!(
             "nccl-perf: note: the rendezvous at {address} is open to any process that can reach \
              its port{}; to keep strangers out, {how}",
             if launch.job.is_empty() {
@@ -615,7 +615,7 @@ fn warn_if_open(launch: &TcpLaunch, address: &str) {
             }
         );
     } else if launch.secret.is_short() {
-        eprintln!(
+        crate::eline!(
             "nccl-perf: warning: the rendezvous key is shorter than {} characters: it can be \
              guessed offline from one captured hello; {how}",
             super::auth::SHORT_SECRET

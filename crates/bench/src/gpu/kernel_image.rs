@@ -85,7 +85,7 @@ impl KernelImage {
                     let what = &c.what;
                     self.note.call_once(|| {
                         if self.announce {
-                            eprintln!(
+                            crate::eline!(
                                 "{}: validation kernels: compiled by {what}",
                                 crate::host::short_hostname()
                             );
@@ -132,7 +132,7 @@ impl KernelImage {
     /// The one note of the fallback path, with its reason.
     fn note_fallback(&self, why: &str) {
         self.note
-            .call_once(|| eprintln!("{}", fallback_note(why, self.cc)));
+            .call_once(|| crate::eline!("{}", fallback_note(why, self.cc)));
     }
 }
 

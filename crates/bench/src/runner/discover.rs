@@ -86,7 +86,7 @@ pub(super) fn discover(
     let nccl_version = nccl.version()?;
     let settings = version::settings(opts, nccl_version)?;
     for m in &settings.messages {
-        eprintln!("{m}");
+        crate::eline!("{m}");
     }
     let options = Options {
         types: settings.types,
@@ -107,7 +107,7 @@ pub(super) fn discover(
     let mine = placement::place(boot.local_rank(), per_process, Some(visible), forced)
         .and_then(|p| devices(p.base, per_process));
     if let Err(Error::TooFewGpus { .. }) = mine {
-        eprintln!(
+        crate::eline!(
             "{}: {}",
             crate::host::short_hostname(),
             placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, visible)

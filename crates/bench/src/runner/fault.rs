@@ -73,7 +73,7 @@ pub fn init(program: &str) -> Result<Option<Corruption>> {
     };
     let active = *ACTIVE.get_or_init(|| parsed);
     if let Some(c) = active {
-        eprintln!(
+        crate::eline!(
             "{program}: self-test {ENV}: corrupting element {} of rank {}'s {} receive buffer after each validation operation; expect #wrong 1 and exit code 7",
             c.index,
             c.rank,

@@ -72,7 +72,7 @@ fn start_grace_timer() {
         .spawn(|| {
             std::thread::sleep(GRACE);
             if let Some(sig) = pending() {
-                eprintln!(
+                crate::eline!(
                     "{}: still running {} s after {}; exiting now",
                     crate::host::short_hostname(),
                     GRACE.as_secs(),

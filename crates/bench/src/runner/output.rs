@@ -124,7 +124,7 @@ impl JsonFile {
             Some(r.render_aborted())
         });
         if let Err(e) = r {
-            eprintln!(
+            crate::eline!(
                 "{}: could not write the {} file: {e}",
                 info.program,
                 OutputFormat::Json.format().label()
@@ -161,7 +161,7 @@ impl JsonFile {
         let end = crate::host::local_time();
         if let Err(e) = self.rewrite(|r| Some(r.render(s, &end))) {
             let label = OutputFormat::Json.format().label();
-            eprintln!("{program}: could not write the {label} file: {e}");
+            crate::eline!("{program}: could not write the {label} file: {e}");
         }
         self.close();
     }
@@ -300,7 +300,7 @@ impl Output {
             if let Err(e) = f.write_all(record.as_bytes()).and_then(|_| f.flush()) {
                 // Said once, as the JSON file's failures are; the rows after it are not
                 // written (the file may end inside a record).
-                eprintln!(
+                crate::eline!(
                     "{}: could not write the {} file: {e}",
                     self.info.program,
                     OutputFormat::Csv.format().label()

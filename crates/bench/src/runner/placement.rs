@@ -338,7 +338,7 @@ pub fn agree(
     );
     if mine.problem.is_some() {
         // The caller reports this process' own error; the summary must not be lost.
-        eprintln!("{}: {summary}", mine.host);
+        crate::eline!("{}: {summary}", mine.host);
     }
     Err(Error::Launch(summary))
 }

@@ -46,7 +46,7 @@ pub fn pause(boot: &dyn Bootstrap, program: &str) {
     let Some(ms) = hooks().pause_ms else {
         return;
     };
-    eprintln!(
+    crate::eline!(
         "{program}: test hook {}: rank {} pid {} pauses for {ms} ms",
         environment::TEST_PAUSE_MS.name,
         boot.world_rank(),
@@ -63,7 +63,7 @@ pub fn stall_ms() -> Option<u64> {
 
 /// Enqueues the hold on every GPU's stream, saying so on stderr.
 pub fn inject(gpus: &[Gpu], ms: u64) -> Result<()> {
-    eprintln!(
+    crate::eline!(
         "test hook {}: holding every stream for {ms} ms",
         environment::TEST_STALL_MS.name
     );

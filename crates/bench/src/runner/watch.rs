@@ -128,7 +128,7 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
     }
     let _ = std::io::stdout().flush();
     if !line.is_empty() {
-        eprintln!("{line}");
+        crate::eline!("{line}");
     }
     // Ends the process at once (no exit handlers); every file we wrote is flushed above.
     signal_hook::low_level::exit(code)

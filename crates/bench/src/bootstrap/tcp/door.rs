@@ -322,7 +322,7 @@ impl Door {
             n => format!(" ({n} more refused since the last line)"),
         };
         self.last_line = Some(now);
-        eprintln!(
+        crate::eline!(
             "nccl-perf: rank 0 refused a connection from {from}: {}{more}",
             peer_text::clean(why, 300)
         );
@@ -334,12 +334,13 @@ impl Door {
         if let Some(load) = self.load_summary()
             && !std::mem::replace(&mut self.load_told, true)
         {
-            eprintln!("nccl-perf: rank 0 during the rendezvous: {load}");
+            crate::eline!("nccl-perf: rank 0 during the rendezvous: {load}");
         }
         if self.hidden > 0 {
-            eprintln!(
+            crate::eline!(
                 "nccl-perf: rank 0 refused {} more connection(s) during the rendezvous ({} in all)",
-                self.hidden, self.refused
+                self.hidden,
+                self.refused
             );
             self.hidden = 0;
         }

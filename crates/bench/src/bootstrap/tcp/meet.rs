@@ -456,7 +456,7 @@ fn listen(launch: &TcpLaunch) -> Result<TcpListener> {
                 Some(a) if !a.ip().is_loopback() || named_loopback => *a,
                 _ => {
                     let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
-                    eprintln!(
+                    crate::eline!(
                         "nccl-perf: rank 0 listens on {any}: '{host}' resolves to no address of \
                          this host's network here (set NCCL_PERF_RENDEZVOUS_BIND=<address> to choose)"
                     );
