@@ -881,3 +881,40 @@ fn an_excerpts_last_device_lines_bound_the_ranks_and_name_the_gpu() {
         }
     }
 }
+
+/// `s` as a JSON string's contents.
+fn json_escaped(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '"' => "\\\"".to_string(),
+            '\\' => "\\\\".to_string(),
+            '\n' => "\\n".to_string(),
+            c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_docker_json_file_log_reads_as_the_text_it_holds() {
+    // A container's output as Docker's json-file driver keeps it: one object a line.
+    let dir = scratch("docker");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
+    for name in ["ar_sweep.out", "ar_perit.out", "alltoall_small.out"] {
+        let body = std::fs::read_to_string(golden.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        let docker: String = body
+            .split_inclusive('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                format!(
+                    "{{\"log\":\"{}\",\"stream\":\"stdout\",\"time\":\"2026-12-04T10:00:{:02}.5Z\"}}\n",
+                    json_escaped(l),
+                    i % 60
+                )
+            })
+            .collect();
+        let want = report(&dir, name, &body);
+        let got = report(&dir, &format!("docker-{name}"), &docker);
+        assert_eq!(got, want, "{name} from a json-file log");
+    }
+}

@@ -1,5 +1,7 @@
 //! Reading runs from files: a JSON document (or several) when the text starts with `{`, a text
-//! log otherwise.
+//! log otherwise. A container's log as Docker's `json-file` driver keeps it (one
+//! `{"log":"...","stream":...,"time":...}` object a line, as found under
+//! `/var/lib/docker/containers/`) is read as the text it holds.
 
 use super::json;
 use super::parse::{self, ParseOptions};
@@ -8,11 +10,36 @@ use super::run::{ReadError, Run};
 /// Reads every run of a file's contents: a JSON document (or several, one after the other) when
 /// the text starts with `{`, a text log otherwise.
 pub fn read_runs(text: &str, file: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
-    if text.trim_start().starts_with('{') {
-        json::read::read_documents(text, file)
-    } else {
+    if !text.trim_start().starts_with('{') {
         parse::parse_log(text, file, options)
+    } else if let Some(log) = container_log(text) {
+        parse::parse_log(&log, file, options)
+    } else {
+        json::read::read_documents(text, file)
     }
+}
+
+/// The text of a Docker `json-file` log: every line a JSON object whose `log` string is a
+/// piece of the container's output (a line with its newline, or part of a long one); `None`
+/// when the first line is not such an object (a nccl-tests JSON document). Lines that are not
+/// such objects are kept as they are.
+fn container_log(text: &str) -> Option<String> {
+    let piece = |line: &str| -> Option<String> {
+        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        value.get("log")?.as_str().map(str::to_string)
+    };
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut out = piece(lines.next()?)?;
+    for line in lines {
+        match piece(line) {
+            Some(p) => out += &p,
+            None => {
+                out += line;
+                out.push('\n');
+            }
+        }
+    }
+    Some(out)
 }
 
 /// [`read_runs`] of a file on disk (`-` reads standard input). Bytes that are not UTF-8 are
