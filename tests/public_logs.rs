@@ -896,7 +896,7 @@ fn json_escaped(s: &str) -> String {
 }
 
 #[test]
-fn a_docker_json_file_log_reads_as_the_text_it_holds() {
+fn container_logs_read_as_the_text_they_hold() {
     // A container's output as Docker's json-file driver keeps it: one object a line.
     let dir = scratch("docker");
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
@@ -916,5 +916,19 @@ fn a_docker_json_file_log_reads_as_the_text_it_holds() {
         let want = report(&dir, name, &body);
         let got = report(&dir, &format!("docker-{name}"), &docker);
         assert_eq!(got, want, "{name} from a json-file log");
+        // And as the kubelet keeps it (CRI: time, stream, full-line tag before each line).
+        let cri: String = body
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                format!(
+                    "2026-12-04T10:00:{:02}.{:09}Z stdout F {l}\n",
+                    i % 60,
+                    i * 7919
+                )
+            })
+            .collect();
+        let got = report(&dir, &format!("cri-{name}"), &cri);
+        assert_eq!(got, want, "{name} from a CRI log");
     }
 }
