@@ -932,3 +932,36 @@ fn container_logs_read_as_the_text_they_hold() {
         assert_eq!(got, want, "{name} from a CRI log");
     }
 }
+
+#[test]
+fn files_saved_with_a_byte_order_mark_or_in_utf16_read_the_same() {
+    // Windows PowerShell's `>` writes UTF-16 LE with a mark and CRLF; editors add a UTF-8 mark.
+    let dir = scratch("bom");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
+    for name in ["ar_sweep.out", "ar_json.json"] {
+        let body = std::fs::read_to_string(golden.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        let want = report(&dir, name, &body);
+        let crlf = body.replace('\n', "\r\n");
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(crlf.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain(body.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        let utf8: Vec<u8> = [0xEF, 0xBB, 0xBF].into_iter().chain(body.bytes()).collect();
+        for (how, bytes) in [("utf16le", le), ("utf16be", be), ("utf8bom", utf8)] {
+            let path = dir.join(format!("{how}-{name}"));
+            std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+            let path = path.to_string_lossy().into_owned();
+            let out = tool(&["report", &path]);
+            let got = (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).replace(&path, "LOG"),
+            );
+            assert_eq!(got, want, "{name} saved as {how}");
+        }
+    }
+}

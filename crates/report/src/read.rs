@@ -10,6 +10,8 @@ use super::run::{ReadError, Run};
 /// Reads every run of a file's contents: a JSON document (or several, one after the other) when
 /// the text starts with `{`, a text log otherwise.
 pub fn read_runs(text: &str, file: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
+    // A byte-order mark (an editor's, PowerShell's) is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if !text.trim_start().starts_with('{') {
         parse::parse_log(text, file, options)
     } else if let Some(log) = container_log(text) {
@@ -43,7 +45,9 @@ fn container_log(text: &str) -> Option<String> {
 }
 
 /// [`read_runs`] of a file on disk (`-` reads standard input). Bytes that are not UTF-8 are
-/// replaced, so a binary file is reported as "no nccl-tests output", not as an I/O error.
+/// replaced, so a binary file is reported as "no nccl-tests output", not as an I/O error; a file
+/// that starts with a UTF-16 byte-order mark (Windows PowerShell's `>` writes UTF-16) is read
+/// as UTF-16.
 pub fn read_file(path: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadError> {
     let bytes = if path == "-" {
         let mut buf = Vec::new();
@@ -53,5 +57,19 @@ pub fn read_file(path: &str, options: &ParseOptions) -> Result<Vec<Run>, ReadErr
     } else {
         std::fs::read(path).map_err(|e| ReadError::whole(path, format!("cannot read: {e}")))?
     };
-    read_runs(&String::from_utf8_lossy(&bytes), path, options)
+    read_runs(&decode(&bytes), path, options)
+}
+
+/// A file's text: UTF-16 after its byte-order mark, else UTF-8 (invalid bytes replaced).
+fn decode(bytes: &[u8]) -> String {
+    let utf16 = |rest: &[u8], unit: fn([u8; 2]) -> u16| -> String {
+        char::decode_utf16(rest.chunks_exact(2).map(|c| unit([c[0], c[1]])))
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect()
+    };
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, u16::from_le_bytes),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, u16::from_be_bytes),
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
