@@ -214,8 +214,10 @@ fn is_all_reduce(run: &Run, nranks: usize) -> bool {
         // Too many ranks to tell how many from the printed digits: still above 1.
         return bus / alg > 1.05;
     }
-    let n = nranks as f64;
-    nranks > 2 && ((bus / alg) / (2.0 * (n - 1.0) / n) - 1.0).abs() < 0.01
+    let factor = u32::try_from(nranks)
+        .ok()
+        .and_then(|n| nccl_perf_explain::factor::bus_factor("all_reduce", n));
+    nranks > 2 && factor.is_some_and(|f| ((bus / alg) / f - 1.0).abs() < 0.01)
 }
 
 /// The explanation of `run`, as `# ` lines.

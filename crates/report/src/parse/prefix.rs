@@ -105,9 +105,13 @@ pub fn hashes_stripped<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> bool
 /// (`Rank N Group N Pid N on ...`) get it back; every other line stays as it is.
 pub fn restore_anchor(line: &str) -> Cow<'_, str> {
     let t = line.trim_start();
-    let words: Vec<&str> = t.split_whitespace().take(7).collect();
-    let parameters = matches!(words.as_slice(), ["nThread", _, "nGpus", _, "minBytes", ..]);
-    let device = matches!(words.as_slice(), ["Rank", _, "Group", _, "Pid", _, "on"]);
+    // Words 1, 3, 5 (and 7) of the line, without collecting them: this runs on every line.
+    let shape = |names: &[&str]| {
+        let mut words = t.split_whitespace().step_by(2);
+        names.iter().all(|n| words.next() == Some(*n))
+    };
+    let parameters = shape(&["nThread", "nGpus", "minBytes"]);
+    let device = shape(&["Rank", "Group", "Pid", "on"]);
     if line.starts_with('#') || !(parameters || device || t.trim_end() == "Using devices") {
         return Cow::Borrowed(line);
     }
