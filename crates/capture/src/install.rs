@@ -21,9 +21,6 @@ pub struct Installed {
     pub profiler: Option<String>,
     /// Ours is the tuner (`None`), or why not.
     pub tuner: Option<String>,
-    /// The network the user named (`NCCL_NET_PLUGIN`, else `NCCL_NET`), for a network path
-    /// whose transport does not report itself to the profiler.
-    pub net_name: Option<String>,
     /// A configured tuner chained behind ours ([`crate::chain`]), said in words.
     pub chained: Option<String>,
 }
@@ -204,15 +201,11 @@ fn decide(
             )),
         },
     };
-    let net_name = ["NCCL_NET_PLUGIN", "NCCL_NET"]
-        .into_iter()
-        .find_map(|k| env(k).filter(|v| !v.is_empty()));
     (
         set,
         Installed {
             profiler,
             tuner,
-            net_name,
             chained,
         },
     )
@@ -302,7 +295,6 @@ mod tests {
             Installed {
                 profiler: None,
                 tuner: None,
-                net_name: None,
                 chained: None
             }
         );
@@ -345,7 +337,6 @@ mod tests {
                 ("NCCL_TUNER_PLUGIN", STATIC_PLUGIN)
             ]
         );
-        assert_eq!(got.net_name.as_deref(), Some("ofi"));
         assert_eq!(got.tuner, None);
         assert!(
             got.chained.as_deref().unwrap().starts_with(

@@ -17,6 +17,7 @@ pub mod abi;
 pub mod chain;
 pub mod install;
 pub mod profiler;
+pub mod silent;
 pub mod store;
 pub mod tuner;
 

@@ -302,7 +302,9 @@ mod tests {
         }
         let taken = crate::take();
         assert_eq!(*mask, 0, "disarmed again");
-        let seen = taken.seen(0, None).unwrap();
+        let seen = taken
+            .seen(0, || nccl_perf_explain::observed::Net::Unreported)
+            .unwrap();
         assert_eq!(seen.algo.as_deref(), Some("Ring"));
         assert_eq!(seen.proto.as_deref(), Some("LL128"));
         assert_eq!(seen.channels, Some(8));
@@ -344,7 +346,9 @@ mod tests {
         crate::arm();
         let mut h = null_mut();
         unsafe { (t.start_event)(ctx, &mut h, &d) };
-        let seen = crate::take().seen(3, None).unwrap();
+        let seen = crate::take()
+            .seen(3, || nccl_perf_explain::observed::Net::Unreported)
+            .unwrap();
         assert_eq!(seen.algo.as_deref(), Some("Ring"));
         assert_eq!(seen.path, nccl_perf_explain::observed::Path::IntraNode);
         unsafe { (t.finalize)(ctx) };

@@ -109,9 +109,9 @@ impl Taken {
     }
 
     /// What `rank` did in this window, for explain; `None` when nothing about it arrived.
-    /// `net_name` names the network when no event of NCCL's own transports did (an external
-    /// net plugin: `NCCL_NET_PLUGIN`, `NCCL_NET`).
-    pub fn seen(&self, rank: i32, net_name: Option<String>) -> Option<Seen> {
+    /// `silent` gives the network when proxy operations came without an event naming the
+    /// transport ([`crate::silent`]); it is called only then.
+    pub fn seen(&self, rank: i32, silent: impl FnOnce() -> Net) -> Option<Seen> {
         let coll = self.colls.iter().find(|c| c.rank == rank);
         let p2p_channels = self
             .p2ps
@@ -129,8 +129,14 @@ impl Taken {
             Path::Network(Net::Ib)
         } else if counts.socket > 0 {
             Path::Network(Net::Socket)
+        } else if counts.other > 0 {
+            // Events of a transport other than NCCL's own: a net plugin's.
+            Path::Network(match silent() {
+                p @ Net::Plugin(_) => p,
+                _ => Net::Plugin(None),
+            })
         } else {
-            Path::Network(Net::Plugin(net_name))
+            Path::Network(silent())
         };
         let model = coll.and_then(|c| {
             self.costs.iter().find(|k| k.func == c.func).map(|k| Model {
@@ -278,21 +284,34 @@ mod tests {
             bytes: 1 << 20,
             table: vec![("Ring".into(), "Simple".into(), 12.5)],
         });
-        let s = t.seen(0, None).unwrap();
+        let s = t.seen(0, || Net::Unreported).unwrap();
         assert_eq!(s.algo.as_deref(), Some("Ring"));
         assert_eq!(s.channels, Some(4));
         assert_eq!(s.path, Path::IntraNode);
         assert_eq!(s.model.unwrap().costs[0].2, 12.5);
         t.net_of(0).unwrap().proxy_ops = 3;
         assert_eq!(
-            t.seen(0, None).unwrap().path,
-            Path::Network(Net::Plugin(None))
+            t.seen(0, || Net::Unreported).unwrap().path,
+            Path::Network(Net::Unreported)
+        );
+        t.net_of(0).unwrap().other = 1;
+        assert_eq!(
+            t.seen(0, || Net::Plugin(Some("libnccl-net-ofi.so".into())))
+                .unwrap()
+                .path,
+            Path::Network(Net::Plugin(Some("libnccl-net-ofi.so".into())))
         );
         t.net_of(0).unwrap().socket = 1;
-        assert_eq!(t.seen(0, None).unwrap().path, Path::Network(Net::Socket));
+        assert_eq!(
+            t.seen(0, || Net::Unreported).unwrap().path,
+            Path::Network(Net::Socket)
+        );
         t.net_of(0).unwrap().ib = 1;
-        assert_eq!(t.seen(0, None).unwrap().path, Path::Network(Net::Ib));
-        assert_eq!(t.seen(7, None), None);
+        assert_eq!(
+            t.seen(0, || Net::Unreported).unwrap().path,
+            Path::Network(Net::Ib)
+        );
+        assert_eq!(t.seen(7, || Net::Unreported), None);
     }
 
     #[test]

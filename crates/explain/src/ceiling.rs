@@ -160,7 +160,7 @@ fn intra(hw: &Hardware, spec: Option<&GpuSpec>) -> Option<(f64, String, &'static
 /// The node's network bandwidth, GB/s (all ports up added), and its description.
 fn network(hw: &Hardware, net: Option<&Net>) -> Option<(f64, String)> {
     let rdma = hw.rdma_nics();
-    let nics = if matches!(net, Some(Net::Socket)) || rdma.is_empty() {
+    let nics = if net.is_some_and(Net::is_socket) || rdma.is_empty() {
         hw.ethernet_nics()
     } else {
         rdma

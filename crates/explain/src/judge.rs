@@ -4,7 +4,7 @@
 
 use crate::ceiling::{Ceiling, Scope, Shape};
 use crate::hardware::Hardware;
-use crate::observed::{Net, Path, Run};
+use crate::observed::{Path, Run};
 use crate::render::{gbs, size};
 use crate::sku::{Expectation, SkuTable};
 use crate::verdict::{BANDWIDTH_BOUND, RowFields, is_special, median_busbw, median_of, percent};
@@ -28,7 +28,7 @@ fn diagnoses(run: &Run, hw: &Hardware, skus: &SkuTable, shape: &Shape) -> Vec<St
     let rdma = hw.rdma_nics();
     if paths
         .iter()
-        .any(|p| matches!(p, Path::Network(Net::Socket)))
+        .any(|p| matches!(p, Path::Network(n) if n.is_socket()))
         && !rdma.is_empty()
     {
         let kinds: std::collections::BTreeSet<&str> = rdma.iter().map(|n| n.kind.label()).collect();

@@ -93,16 +93,33 @@ pub enum Path {
     Network(Net),
 }
 
-/// Which network, as far as NCCL's events tell.
+/// Which network, as far as NCCL's events tell or, where they are silent, what the
+/// configuration leaves (NCCL's own InfiniBand and socket transports report events only when
+/// NCCL is built with `NET_PROFILER=1`, which the released packages are not).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Net {
     /// NCCL's InfiniBand/RoCE transport reported events.
     Ib,
     /// NCCL's socket transport reported events (plain TCP sockets).
     Socket,
-    /// Proxy operations without events from NCCL's own transports: an external net plugin
-    /// (its name when known: `NCCL_NET_PLUGIN`, `NCCL_NET`).
+    /// No event named the transport, but only sockets were possible; why (e.g. "no
+    /// InfiniBand/RoCE device on this node and no net plugin loaded", "NCCL_NET=Socket").
+    SocketDeduced(String),
+    /// No event named the transport; `NCCL_NET=IB` forced NCCL's InfiniBand/RoCE transport.
+    IbDeduced(String),
+    /// No event named the transport and more than one was possible (InfiniBand/RoCE devices
+    /// present, no net plugin loaded): NCCL's IB transport or its sockets.
+    Unreported,
+    /// An external net plugin (its library or name: a loaded `libnccl-net*.so`,
+    /// `NCCL_NET_PLUGIN`, `NCCL_NET`) that reported no event naming the transport.
     Plugin(Option<String>),
+}
+
+impl Net {
+    /// Plain TCP sockets, reported or deduced.
+    pub fn is_socket(&self) -> bool {
+        matches!(self, Net::Socket | Net::SocketDeduced(_))
+    }
 }
 
 /// NCCL's predicted cost of one call, per algorithm and protocol, in µs.

@@ -45,14 +45,21 @@ pub fn path(p: &Path) -> String {
         Path::IntraNode => "inside the node".into(),
         Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
         Path::Network(Net::Socket) => "network: sockets".into(),
-        // Proxy operations without events of NCCL's own transports: most likely an external net
-        // plugin, but a transport that reports nothing looks the same, so it is not asserted.
+        Path::Network(Net::SocketDeduced(why)) => {
+            format!("network: sockets (not reported by NCCL; {why})")
+        }
+        Path::Network(Net::IbDeduced(why)) => {
+            format!("network: InfiniBand/RoCE (not reported by NCCL; {why})")
+        }
+        Path::Network(Net::Unreported) => "network: InfiniBand/RoCE or sockets (NCCL's transports \
+             report themselves only in NCCL builds with NET_PROFILER=1)"
+            .into(),
+        // Proxy operations without events of NCCL's own transports while a net plugin is
+        // loaded or named: the plugin most likely carried them, but it did not say so.
         Path::Network(Net::Plugin(Some(n))) => {
-            format!("network: transport not reported (NCCL_NET_PLUGIN/NCCL_NET: {n})")
+            format!("network: net plugin {n} (no event named its transport)")
         }
-        Path::Network(Net::Plugin(None)) => {
-            "network: transport not reported (a net plugin?)".into()
-        }
+        Path::Network(Net::Plugin(None)) => "network: a net plugin (no event named it)".into(),
     }
 }
 

@@ -365,7 +365,15 @@ fn capture_lines(run: &Run) -> Vec<String> {
             }
             out.extend(notes.iter().map(|n| format!("capture: {n}")));
             let missing = run.rows.iter().filter(|r| r.seen.is_none()).count();
-            if missing > 0 {
+            if missing > 0 && missing == run.rows.len() && run.nranks == 1 {
+                // NCCL runs no collective algorithm for a one-rank communicator (it copies the
+                // buffer itself) and its profiler reports nothing about that copy.
+                out.push(
+                    "one rank: NCCL runs no algorithm (it copies the buffer, or does nothing in \
+                     place), so there is no algorithm, protocol, channel count or path to report"
+                        .into(),
+                );
+            } else if missing > 0 {
                 out.push(format!(
                     "{missing} of {} row(s) without NCCL's report",
                     run.rows.len()

@@ -463,3 +463,28 @@ fn latency_bound_sizes_are_not_judged_against_the_links() {
     let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
     assert!(e.verdict.contains("of the NVLink ceiling"), "{}", e.verdict);
 }
+
+#[test]
+fn one_rank_without_reports_says_why() {
+    let mut r = run(1, 1, 0.0, Path::IntraNode, "Ring");
+    r.capture = Capture::Live {
+        profiler: true,
+        tuner: true,
+        notes: vec![],
+    };
+    for row in &mut r.rows {
+        row.seen = None;
+    }
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(t.contains("# one rank: NCCL runs no algorithm"), "{t}");
+    assert!(!t.contains("without NCCL's report"), "{t}");
+    // Two ranks with nothing reported are counted, not explained away.
+    let mut r2 = run(2, 1, 100.0, Path::IntraNode, "Ring");
+    r2.capture = r.capture.clone();
+    r2.rows[0].seen = None;
+    let t2 = explain(&r2, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(
+        t2.contains("# 1 of 26 row(s) without NCCL's report\n"),
+        "{t2}"
+    );
+}
