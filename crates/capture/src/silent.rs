@@ -76,7 +76,7 @@ impl Clues {
             };
         }
         if let Some(lib) = self.loaded_plugin() {
-            return Net::Plugin(Some(lib.to_string()));
+            return Net::PluginLoaded(lib.to_string());
         }
         if self.ib_disabled {
             return Net::SocketDeduced("NCCL_IB_DISABLE is set and no net plugin is loaded".into());

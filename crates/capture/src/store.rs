@@ -133,6 +133,7 @@ impl Taken {
             // Events of a transport other than NCCL's own: a net plugin's.
             Path::Network(match silent() {
                 p @ Net::Plugin(_) => p,
+                Net::PluginLoaded(lib) => Net::Plugin(Some(lib)),
                 _ => Net::Plugin(None),
             })
         } else {
@@ -296,7 +297,7 @@ mod tests {
         );
         t.net_of(0).unwrap().other = 1;
         assert_eq!(
-            t.seen(0, || Net::Plugin(Some("libnccl-net-ofi.so".into())))
+            t.seen(0, || Net::PluginLoaded("libnccl-net-ofi.so".into()))
                 .unwrap()
                 .path,
             Path::Network(Net::Plugin(Some("libnccl-net-ofi.so".into())))

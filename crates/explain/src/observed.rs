@@ -110,9 +110,13 @@ pub enum Net {
     /// No event named the transport and more than one was possible (InfiniBand/RoCE devices
     /// present, no net plugin loaded): NCCL's IB transport or its sockets.
     Unreported,
-    /// An external net plugin (its library or name: a loaded `libnccl-net*.so`,
-    /// `NCCL_NET_PLUGIN`, `NCCL_NET`) that reported no event naming the transport.
+    /// An external net plugin carried the data: its events came (their transport is not one
+    /// explain knows), or `NCCL_NET` forced it by name; its library or name when known.
     Plugin(Option<String>),
+    /// No event named the transport and a net plugin library is loaded (`libnccl-net*.so`, or
+    /// the one `NCCL_NET_PLUGIN` names): NCCL uses it unless its start failed, and then falls
+    /// back to its own transports (the library stays loaded), so it is not asserted.
+    PluginLoaded(String),
 }
 
 impl Net {

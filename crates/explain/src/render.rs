@@ -54,12 +54,14 @@ pub fn path(p: &Path) -> String {
         Path::Network(Net::Unreported) => "network: InfiniBand/RoCE or sockets (NCCL's transports \
              report themselves only in NCCL builds with NET_PROFILER=1)"
             .into(),
-        // Proxy operations without events of NCCL's own transports while a net plugin is
-        // loaded or named: the plugin most likely carried them, but it did not say so.
-        Path::Network(Net::Plugin(Some(n))) => {
-            format!("network: net plugin {n} (no event named its transport)")
+        Path::Network(Net::Plugin(Some(n))) => format!("network: net plugin {n}"),
+        Path::Network(Net::PluginLoaded(lib)) => format!(
+            "network: not reported by NCCL; net plugin {lib} is loaded (NCCL uses it unless its \
+             start failed, and then its own InfiniBand/RoCE or sockets)"
+        ),
+        Path::Network(Net::Plugin(None)) => {
+            "network: a net plugin (its events name no transport explain knows)".into()
         }
-        Path::Network(Net::Plugin(None)) => "network: a net plugin (no event named it)".into(),
     }
 }
 

@@ -46,15 +46,15 @@ fn rdma_devices_without_events_are_not_decided() {
 fn a_loaded_plugin_comes_before_the_built_in_transports() {
     assert_eq!(
         clues(&["libnccl.so.2", "libnccl-net-ofi.so"], 0).network(),
-        Net::Plugin(Some("libnccl-net-ofi.so".into()))
+        Net::PluginLoaded("libnccl-net-ofi.so".into())
     );
     // NCCL_NET_PLUGIN names the library in one of NCCL's forms.
     let mut c = clues(&["libnccl-net.so.1.4.0", "libgib-net.so"], 4);
     c.net_plugin = Some("/usr/local/gib/lib64/libgib-net.so".into());
-    assert_eq!(c.network(), Net::Plugin(Some("libgib-net.so".into())));
+    assert_eq!(c.network(), Net::PluginLoaded("libgib-net.so".into()));
     c.net_plugin = Some("gib".into());
     c.libraries = vec!["libnccl-net-gib.so".into()];
-    assert_eq!(c.network(), Net::Plugin(Some("libnccl-net-gib.so".into())));
+    assert_eq!(c.network(), Net::PluginLoaded("libnccl-net-gib.so".into()));
     // Named but not loaded: NCCL fell back to its own transports.
     c.libraries.clear();
     assert_eq!(c.network(), Net::Unreported);
