@@ -213,7 +213,8 @@ pub struct TunerV5 {
 }
 
 /// NCCL's algorithm names by index in the cost table (`NCCL_ALGO_*`, `nccl_tuner.h`), spelled
-/// as the profiler's collective events spell them.
+/// as NCCL's documentation and `NCCL_ALGO` spell them (the profiler's events say `RING`,
+/// `NVLS_TREE`: [`canonical`] maps those here).
 pub const ALGORITHMS: [&str; 7] = [
     "Tree",
     "Ring",
@@ -226,6 +227,21 @@ pub const ALGORITHMS: [&str; 7] = [
 
 /// NCCL's protocol names by index (`NCCL_PROTO_*`).
 pub const PROTOCOLS: [&str; 3] = ["LL", "LL128", "Simple"];
+
+/// `name` as spelled in `table` ([`ALGORITHMS`] or [`PROTOCOLS`]) when it is one of them but
+/// for case and underscores (`RING` → `Ring`, `NVLS_TREE` → `NVLSTree`, `SIMPLE` → `Simple`);
+/// otherwise unchanged.
+pub fn canonical(name: String, table: &[&str]) -> String {
+    let key: String = name
+        .chars()
+        .filter(|c| *c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    table
+        .iter()
+        .find(|t| t.to_ascii_lowercase() == key)
+        .map_or(name, |t| (*t).to_string())
+}
 
 /// `ncclFunc_t` names by value (`nccl_common.h`).
 pub const FUNCS: [&str; 11] = [
@@ -291,6 +307,22 @@ pub unsafe fn read_net(body: *const Body) -> NetPlugin {
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
+
+    /// NCCL 2.28's profiler spells algorithms and protocols as `ncclAlgoToString` does.
+    #[test]
+    fn profiler_names_map_to_the_cost_table_names() {
+        let a = |n: &str| canonical(n.to_string(), &ALGORITHMS);
+        let p = |n: &str| canonical(n.to_string(), &PROTOCOLS);
+        assert_eq!(a("RING"), "Ring");
+        assert_eq!(a("TREE"), "Tree");
+        assert_eq!(a("COLLNET_DIRECT"), "CollNetDirect");
+        assert_eq!(a("NVLS_TREE"), "NVLSTree");
+        assert_eq!(a("PAT"), "PAT");
+        assert_eq!(a("Unknown"), "Unknown");
+        assert_eq!(p("SIMPLE"), "Simple");
+        assert_eq!(p("LL128"), "LL128");
+        assert_eq!(p("ll"), "LL");
+    }
 
     /// The offsets NCCL's headers give on x86-64 and aarch64 (LP64).
     #[test]

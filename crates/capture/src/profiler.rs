@@ -130,8 +130,8 @@ unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *con
             t.push_coll(CollSeen {
                 rank,
                 func: func.unwrap_or_default(),
-                algo,
-                proto,
+                algo: algo.map(|a| abi::canonical(a, &abi::ALGORITHMS)),
+                proto: proto.map(|p| abi::canonical(p, &abi::PROTOCOLS)),
                 channels: u32::from(c.n_channels),
             });
         } else if kind == event::P2P {
@@ -230,7 +230,7 @@ mod tests {
                     datatype: c"ncclFloat32".as_ptr(),
                     n_channels: 8,
                     n_warps: 16,
-                    algo: c"Ring".as_ptr(),
+                    algo: c"RING".as_ptr(),
                     proto: c"LL128".as_ptr(),
                 },
             },

@@ -120,7 +120,7 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         let better: Vec<&str> = group
             .iter()
             .filter_map(|f| f.best_pair.as_deref())
-            .filter(|b| *b != choice)
+            .filter(|b| !crate::verdict::same(b, Some(&choice)))
             .collect();
         if let Some(b) = better.first() {
             line += &format!("; the model rated {b} faster for {} row(s)", better.len());

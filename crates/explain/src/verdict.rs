@@ -115,6 +115,18 @@ fn large_rows(run: &Run) -> Vec<usize> {
         .collect()
 }
 
+/// NCCL's name `a` is `b` but for case and underscores (the profiler says `RING`, `NVLS_TREE`,
+/// the cost table `Ring`, `NVLSTree`; a JSON file of an older run kept the former).
+pub(crate) fn same(a: &str, b: Option<&str>) -> bool {
+    let key = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_')
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    b.is_some_and(|b| key(a) == key(b))
+}
+
 fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
     let factor = bus_factor(&run.collective, run.nranks).unwrap_or(1.0);
     let mut f = RowFields {
@@ -140,7 +152,7 @@ fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
         }
         let used = usable
             .clone()
-            .find(|c| Some(&c.0) == seen.algo.as_ref() && Some(&c.1) == seen.proto.as_ref());
+            .find(|c| same(&c.0, seen.algo.as_deref()) && same(&c.1, seen.proto.as_deref()));
         if let Some(u) = used {
             f.predicted_us = Some(u.2);
             let predicted = row.bytes as f64 * factor / u.2 / 1e3;

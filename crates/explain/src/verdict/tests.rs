@@ -488,3 +488,17 @@ fn one_rank_without_reports_says_why() {
         "{t2}"
     );
 }
+
+#[test]
+fn the_profilers_spelling_matches_the_cost_tables() {
+    // NCCL 2.28's profiler says RING/SIMPLE where its cost table says Ring/Simple.
+    let mut r = run(4, 4, 3.0, Path::Network(Net::Socket), "Ring");
+    for row in &mut r.rows {
+        let s = row.seen.as_mut().unwrap();
+        s.algo = Some("RING".into());
+        s.proto = Some("SIMPLE".into());
+    }
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(t.contains("NCCL's model: busbw"), "{t}");
+    assert!(!t.contains("the model rated"), "{t}");
+}
