@@ -83,21 +83,20 @@ fn range<T: PartialOrd + Copy>(vals: &[T], show: impl Fn(T) -> String) -> Option
 /// One line per run of consecutive sizes with the same algorithm, protocol and path (both
 /// halves of a size together): channels, NCCL's predicted busbw and measured/predicted, and
 /// the pair NCCL's model rated best when it is not the one used.
+/// Rows without NCCL's report (counted on a line of their own) neither get a line nor split a
+/// run: a one-rank sendrecv reports its out-of-place halves only.
 pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
+    let seen: Vec<&RowFields> = fields.iter().take(rows.len()).filter(|f| f.seen).collect();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < rows.len() {
+    while i < seen.len() {
         let key = |r: &RowFields| (r.algo.clone(), r.proto.clone(), r.path.clone());
-        let k = key(&fields[i]);
+        let k = key(seen[i]);
         let mut j = i + 1;
-        while j < rows.len() && key(&fields[j]) == k {
+        while j < seen.len() && key(seen[j]) == k {
             j += 1;
         }
-        let group = &fields[i..j];
-        if group.iter().all(|f| !f.seen) {
-            i = j;
-            continue;
-        }
+        let group = &seen[i..j];
         let sizes =
             range(&group.iter().map(|f| f.bytes).collect::<Vec<_>>(), size).unwrap_or_default();
         let choice = match (&k.0, &k.1) {

@@ -502,3 +502,19 @@ fn the_profilers_spelling_matches_the_cost_tables() {
     assert!(t.contains("NCCL's model: busbw"), "{t}");
     assert!(!t.contains("the model rated"), "{t}");
 }
+
+#[test]
+fn rows_without_a_report_do_not_split_the_size_lines() {
+    let mut r = run(4, 4, 3.0, Path::Network(Net::Socket), "Ring");
+    for row in r.rows.iter_mut().filter(|row| row.in_place) {
+        row.seen = None;
+    }
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    let lines: Vec<&str> = t.lines().filter(|l| l.contains(": Ring/Simple")).collect();
+    assert_eq!(lines.len(), 1, "{t}");
+    assert!(lines[0].starts_with("# 1 MiB–4 GiB: Ring/Simple"), "{t}");
+    assert!(
+        t.contains("# 13 of 26 row(s) without NCCL's report\n"),
+        "{t}"
+    );
+}
