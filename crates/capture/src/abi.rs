@@ -232,14 +232,9 @@ pub const PROTOCOLS: [&str; 3] = ["LL", "LL128", "Simple"];
 /// for case and underscores (`RING` → `Ring`, `NVLS_TREE` → `NVLSTree`, `SIMPLE` → `Simple`);
 /// otherwise unchanged.
 pub fn canonical(name: String, table: &[&str]) -> String {
-    let key: String = name
-        .chars()
-        .filter(|c| *c != '_')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
     table
         .iter()
-        .find(|t| t.to_ascii_lowercase() == key)
+        .find(|t| nccl_perf_explain::observed::same_name(t, Some(&name)))
         .map_or(name, |t| (*t).to_string())
 }
 

@@ -183,6 +183,18 @@ impl Seen {
     }
 }
 
+/// NCCL's name `a` is `b` but for case and underscores (the profiler says `RING`, `NVLS_TREE`,
+/// the cost table `Ring`, `NVLSTree`; a JSON file of an older run kept the former).
+pub fn same_name(a: &str, b: Option<&str>) -> bool {
+    let key = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_')
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    b.is_some_and(|b| key(a) == key(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

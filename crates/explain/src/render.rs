@@ -119,7 +119,7 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         let better: Vec<&str> = group
             .iter()
             .filter_map(|f| f.best_pair.as_deref())
-            .filter(|b| !crate::verdict::same(b, Some(&choice)))
+            .filter(|b| !crate::observed::same_name(b, Some(&choice)))
             .collect();
         if let Some(b) = better.first() {
             line += &format!("; the model rated {b} faster for {} row(s)", better.len());

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::ceiling::{Ceiling, Scope, Shape, ceiling};
 use crate::factor::bus_factor;
 use crate::hardware::Hardware;
-use crate::observed::{Capture, Net, Path, Row, Run};
+use crate::observed::{Capture, Net, Path, Row, Run, same_name};
 use crate::render::{gbs, pct, size, size_lines};
 use crate::sku::{Expectation, SkuTable};
 
@@ -115,18 +115,6 @@ fn large_rows(run: &Run) -> Vec<usize> {
         .collect()
 }
 
-/// NCCL's name `a` is `b` but for case and underscores (the profiler says `RING`, `NVLS_TREE`,
-/// the cost table `Ring`, `NVLSTree`; a JSON file of an older run kept the former).
-pub(crate) fn same(a: &str, b: Option<&str>) -> bool {
-    let key = |s: &str| -> String {
-        s.chars()
-            .filter(|c| *c != '_')
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    };
-    b.is_some_and(|b| key(a) == key(b))
-}
-
 fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
     let factor = bus_factor(&run.collective, run.nranks).unwrap_or(1.0);
     let mut f = RowFields {
@@ -150,9 +138,9 @@ fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
         if let Some(best) = usable.clone().min_by(|a, b| a.2.total_cmp(&b.2)) {
             f.best_pair = Some(format!("{}/{}", best.0, best.1));
         }
-        let used = usable
-            .clone()
-            .find(|c| same(&c.0, seen.algo.as_deref()) && same(&c.1, seen.proto.as_deref()));
+        let used = usable.clone().find(|c| {
+            same_name(&c.0, seen.algo.as_deref()) && same_name(&c.1, seen.proto.as_deref())
+        });
         if let Some(u) = used {
             f.predicted_us = Some(u.2);
             let predicted = row.bytes as f64 * factor / u.2 / 1e3;
