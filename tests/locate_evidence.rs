@@ -135,12 +135,16 @@ fn a_slow_job_that_no_group_reproduces_is_said_to_be_slow() {
     assert!(
         job.starts_with("# locate job: the full job ran at 0.5")
             && job.ends_with(
-                "a slowdown no pair reproduces; locate could not localise a slowdown of the \
-                 whole job"
+                "a slowdown no pair reproduces; its halves (32 ranks each) ran alike at 1.00x \
+                 of its pairs: the slowdown shows only when more than half of the job runs at \
+                 once; locate could not localise a slowdown of the whole job"
             ),
         "{job}"
     );
-    let halves: Vec<&String> = lines.iter().filter(|l| l.contains(" halves ")).collect();
+    let halves: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.split_whitespace().nth(3) == Some("halves"))
+        .collect();
     assert_eq!(halves.len(), 2, "{lines:#?}");
     assert!(
         lines.iter().any(
@@ -181,6 +185,45 @@ fn a_slow_job_that_no_group_reproduces_is_said_to_be_slow() {
 }
 
 #[test]
+fn busbw_that_falls_with_the_group_size_is_said_so_and_names_nobody() {
+    // Ranks posing as hosts on one machine: every group is slower the larger it is (pairs 1x,
+    // halves 0.7x, the job 0.49x), and all nodes share one kernel boot id.
+    let sized = [Fault::SizeCost { per_doubling: 0.7 }];
+    let topo = Topology::uniform(8, 1).with_machines(&vec!["boot".to_string(); 8]);
+    let mut model = ModelCluster::new(topo.clone(), 3).with_fault(sized[0].clone());
+    let config = Config {
+        seed: 3,
+        job_busbw: Some(model.job_busbw()),
+        ..config(Kind::Quick)
+    };
+    let (report, lines) = locate(&mut model, &topo, &config);
+    assert!(report.verdicts.is_empty(), "{lines:#?}");
+    let job = lines
+        .iter()
+        .find(|l| l.starts_with("# locate job: "))
+        .expect("a job line");
+    assert!(
+        job.contains("its halves (4 ranks each) ran alike at 0.7")
+            && job.contains(
+                "of its pairs: busbw falls with the group's size evenly across the job, not in \
+                 one node or link; locate could not localise a slowdown of the whole job (all \
+                 nodes run on one machine:"
+            ),
+        "{job}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("# locate note: all 8 nodes run on one machine (one kernel boot id)")),
+        "{lines:#?}"
+    );
+    // The same cluster on machines of their own: no note, no remark on the job line.
+    let (_, lines) = run(Kind::Quick, (8, 1), 3, &sized, true);
+    assert!(!lines.iter().any(|l| l.contains("machine")), "{lines:#?}");
+}
+
+#[test]
 fn larger_groups_name_a_node_that_only_large_groups_show() {
     let paused = [Fault::SlowInLarge {
         node: 5,
@@ -192,7 +235,10 @@ fn larger_groups_name_a_node_that_only_large_groups_show() {
         let named: Vec<&Culprit> = report.verdicts.iter().map(|v| &v.culprit).collect();
         assert_eq!(named, [&Culprit::Node { node: 5 }], "{lines:#?}");
         assert_eq!(report.exit_code(), EXIT_SUSPECTS);
-        let halves = lines.iter().filter(|l| l.contains(" halves ")).count();
+        let halves = lines
+            .iter()
+            .filter(|l| l.split_whitespace().nth(3) == Some("halves"))
+            .count();
         // The halves, then 3 rounds of two parts down to one node of the 8.
         assert_eq!(halves, 2 * 4, "{lines:#?}");
         assert!(lines.iter().any(|l| {

@@ -202,7 +202,8 @@ fn innocents(named: &[Culprit], case: Case, n: usize) -> usize {
             | Fault::FailingGpu { node, .. } => vec![node],
             Fault::SlowLink { a, b, .. } | Fault::HangingLink { a, b } => vec![a, b],
             // A one-round blip is noise, not a fault: naming its node is a false positive.
-            Fault::SlowRail { .. } | Fault::Blip { .. } => vec![],
+            // Nor is busbw that falls with every group's size: nobody's fault.
+            Fault::SlowRail { .. } | Fault::Blip { .. } | Fault::SizeCost { .. } => vec![],
         })
         .collect();
     let rails: BTreeSet<usize> = fs

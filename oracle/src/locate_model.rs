@@ -80,6 +80,13 @@ pub enum Fault {
         /// Their busbw as a fraction of normal.
         factor: f64,
     },
+    /// busbw across nodes that falls with the group's size everywhere, nobody's fault (ranks
+    /// posing as hosts on one machine; a fabric that congests as the job grows): a group of
+    /// `n` nodes runs at `per_doubling`^(log₂ n − 1) of a pair.
+    SizeCost {
+        /// A pair's busbw over a group of twice as many nodes.
+        per_doubling: f64,
+    },
     /// Groups with both nodes hang.
     HangingLink {
         /// A node.
@@ -105,7 +112,7 @@ impl Fault {
     /// What locate should name for this fault: nothing for a one-round [`Fault::Blip`].
     pub fn culprit(&self, topo: &Topology) -> Option<Culprit> {
         Some(match *self {
-            Fault::Blip { .. } => return None,
+            Fault::Blip { .. } | Fault::SizeCost { .. } => return None,
             Fault::SlowNode { node, .. }
             | Fault::SlowInLarge { node, .. }
             | Fault::HangingNode { node } => Culprit::Node { node },
@@ -249,6 +256,9 @@ impl ModelCluster {
                     above,
                     factor,
                 } if nodes.len() > above && nodes.contains(&node) => inter = inter.min(factor),
+                Fault::SizeCost { per_doubling } if across => {
+                    inter *= per_doubling.powf((nodes.len() as f64).log2() - 1.0);
+                }
                 Fault::HangingLink { a, b }
                     if a != b && nodes.contains(&a) && nodes.contains(&b) =>
                 {
@@ -376,6 +386,11 @@ mod tests {
         });
         assert_eq!(busbw(large.ideal(&pair)), 192.0);
         assert_eq!(busbw(large.ideal(&[0, 4, 8])), 24.0);
+        let sized = healthy
+            .clone()
+            .with_fault(Fault::SizeCost { per_doubling: 0.5 });
+        assert_eq!(busbw(sized.ideal(&[0, 4])), 48.0);
+        assert_eq!(busbw(sized.ideal(&[0, 4, 8, 12])), 24.0);
         let m = healthy.with_fault(Fault::FailingGpu { node: 2, gpu: 0 });
         assert!(matches!(m.ideal(&[8, 9]), GroupOutcome::Failed { .. }));
     }

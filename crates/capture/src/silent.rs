@@ -12,7 +12,15 @@
 
 use nccl_perf_explain::observed::Net;
 
-/// What decides the network, read once per explained call (outside the timed loops).
+/// The network of this process as [`Clues::here`] tells it, read once: at the first explained
+/// call that needs it, after NCCL has made its communicators and loaded its plugins (the
+/// environment, the mapped libraries and sysfs do not change after that).
+pub fn network_here() -> Net {
+    static NET: std::sync::OnceLock<Net> = std::sync::OnceLock::new();
+    NET.get_or_init(|| Clues::here().network()).clone()
+}
+
+/// What decides the network.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Clues {
     /// `NCCL_NET`, when set and not empty.

@@ -69,6 +69,38 @@ pub fn closest(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
     best
 }
 
+/// A note on nodes that share a machine (one kernel boot id: containers of one host, or ranks
+/// posing as hosts): their groups share its CPUs, GPUs and NICs, and a pair of them never
+/// crosses the network between machines. `None` when every node has a machine of its own or
+/// none is known.
+pub fn machines_note(topo: &Topology) -> Option<String> {
+    let shared = topo.shared_machines();
+    if shared.is_empty() {
+        return None;
+    }
+    if topo.one_machine() {
+        return Some(format!(
+            "all {} nodes run on one machine (one kernel boot id): groups running at once share \
+             its CPUs, GPUs and NICs, and no reading here is a network figure",
+            topo.nodes()
+        ));
+    }
+    let mut groups: Vec<String> = shared
+        .iter()
+        .take(3)
+        .map(|nodes| super::round::hosts(topo, nodes))
+        .collect();
+    if shared.len() > 3 {
+        groups.push(format!("{} more groups", shared.len() - 3));
+    }
+    Some(format!(
+        "nodes share machines (one kernel boot id each): {}; a pair on one machine does not \
+         cross the network between machines, and groups running at once share its CPUs, GPUs \
+         and NICs",
+        groups.join("; ")
+    ))
+}
+
 /// The whole job's measurement against its pairs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobCheck {
@@ -84,13 +116,57 @@ pub struct JobCheck {
     pub slow: bool,
     /// Whether locate named a suspect (set once the verdicts are in).
     pub localised: bool,
+    /// The job's two halves, when larger groups ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halves: Option<Halves>,
+    /// Whether every node runs on one machine (one kernel boot id: ranks posing as hosts):
+    /// then groups running at once share its CPUs and GPUs, and the job's ratio to its pairs
+    /// says how that sharing scales, not how a network does.
+    #[serde(default)]
+    pub one_machine: bool,
+}
+
+/// The job's two halves (the first round of larger groups) against its pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Halves {
+    /// Ranks per half.
+    pub ranks: usize,
+    /// The upper median busbw of the halves as a multiple of the median pair.
+    pub ratio: f64,
+    /// Whether both halves were judged fine against each other.
+    pub alike: bool,
+}
+
+impl Halves {
+    /// The first round of halves of `history` (both halves whole: no fillers) against the
+    /// median pair `pairs` (GB/s).
+    fn of(history: &[RoundRecord], pairs: f64) -> Option<Halves> {
+        let rec = history.iter().find(|r| r.round.phase == Phase::Halves)?;
+        if rec.round.groups.iter().any(|g| g.role != Role::Primary) {
+            return None;
+        }
+        let busbw: Vec<f64> = rec.outcomes.iter().filter_map(|o| o.busbw()).collect();
+        let ratio = upper_median(&busbw)? / pairs;
+        let ranks = rec.round.groups.first().map_or(0, |g| g.ranks.len());
+        Some(Halves {
+            ranks,
+            ratio,
+            alike: busbw.len() == rec.round.groups.len()
+                && rec.judged.iter().all(|j| j.state == State::Ok),
+        })
+    }
 }
 
 impl JobCheck {
-    /// The check of `job_busbw` against the pairs of `history`; `None` without a job
+    /// The check of `job_busbw` against the pairs of `history` on `topo`; `None` without a job
     /// measurement or without measured pairs (the `nodes` and `rails` schedules: a node alone
     /// runs inside the node and a rail one GPU per node, neither comparable with the job).
-    pub fn of(history: &[RoundRecord], job_busbw: Option<f64>, th: &Thresholds) -> Option<Self> {
+    pub fn of(
+        history: &[RoundRecord],
+        topo: &Topology,
+        job_busbw: Option<f64>,
+        th: &Thresholds,
+    ) -> Option<Self> {
         let job = job_busbw.filter(|v| v.is_finite() && *v > 0.0)?;
         let reference = median_pair(history)?;
         let ratio = job / reference;
@@ -101,6 +177,8 @@ impl JobCheck {
             slow_below: th.job_ratio(),
             slow: ratio < th.job_ratio(),
             localised: false,
+            halves: Halves::of(history, reference),
+            one_machine: topo.one_machine(),
         })
     }
 
@@ -111,79 +189,43 @@ impl JobCheck {
              below {:.2}x is slow)",
             self.ratio, self.job_busbw, self.pairs_busbw, self.slow_below
         );
-        match (self.slow, self.localised) {
+        let body = match (self.slow, self.localised) {
             (false, _) => head,
             (true, true) => format!("{head}: slow, see the suspects above"),
             (true, false) => format!(
-                "{head}: a slowdown no pair reproduces; locate could not localise a slowdown \
-                 of the whole job"
+                "{head}: a slowdown no pair reproduces{}; locate could not localise a slowdown \
+                 of the whole job",
+                self.halves_words()
             ),
+        };
+        if self.one_machine {
+            format!(
+                "{body} (all nodes run on one machine: groups running at once share its CPUs \
+                 and GPUs, so this ratio is not a network figure)"
+            )
+        } else {
+            body
         }
+    }
+
+    /// What the halves add to a slow job that nobody explains, when they were alike: whether
+    /// they were already slower than the pairs (below one minimum drop, halfway to the job's
+    /// threshold of two), so that busbw falls with the group's size, or ran like them.
+    fn halves_words(&self) -> String {
+        let Some(h) = self.halves.as_ref().filter(|h| h.alike) else {
+            return String::new();
+        };
+        let trend = if h.ratio < (1.0 + self.slow_below) / 2.0 {
+            "busbw falls with the group's size evenly across the job, not in one node or link"
+        } else {
+            "the slowdown shows only when more than half of the job runs at once"
+        };
+        format!(
+            "; its halves ({} ranks each) ran alike at {:.2}x of its pairs: {trend}",
+            h.ranks, h.ratio
+        )
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::judge::{Book, judge};
-    use crate::round::{RoundBuilder, Subject};
-    use crate::seam::GroupOutcome;
-
-    fn pairs_round(values: &[f64]) -> (RoundRecord, Topology) {
-        let topo = Topology::uniform(2 * values.len(), 1);
-        let mut b = RoundBuilder::new(topo.world(), Phase::Pairs);
-        for i in 0..values.len() {
-            b.add(
-                vec![2 * i, 2 * i + 1],
-                Subject::Pair(2 * i, 2 * i + 1),
-                Role::Primary,
-            );
-        }
-        let round = b.finish(1).expect("a round");
-        let outcomes: Vec<GroupOutcome> = values
-            .iter()
-            .map(|&busbw| GroupOutcome::Measured {
-                busbw,
-                time_us: 1.0,
-            })
-            .collect();
-        let th = Thresholds::default();
-        let judged = judge(&round, &outcomes, &topo, &Book::default(), &th);
-        let rec = RoundRecord {
-            round,
-            outcomes,
-            judged,
-            wall_s: 1.0,
-        };
-        (rec, topo)
-    }
-
-    #[test]
-    fn the_closest_group_is_the_lowest_fine_one() {
-        let (rec, topo) = pairs_round(&[100.0, 92.0, 100.0, 50.0]);
-        let c = closest(std::slice::from_ref(&rec), &topo, &Thresholds::default())
-            .expect("a closest group");
-        assert_eq!(c.description, "node003+node004");
-        assert_eq!((c.round, c.ratio, c.needed_drop), (1, 0.92, 0.15));
-    }
-
-    #[test]
-    fn a_slow_job_is_said_so() {
-        let (rec, _) = pairs_round(&[100.0, 98.0, 100.0]);
-        let th = Thresholds::default();
-        let history = std::slice::from_ref(&rec);
-        assert_eq!(JobCheck::of(history, None, &th), None);
-        let fine = JobCheck::of(history, Some(90.0), &th).expect("a check");
-        assert!(!fine.slow);
-        let slow = JobCheck::of(history, Some(60.0), &th).expect("a check");
-        assert!(slow.slow && (slow.ratio - 0.6).abs() < 1e-9);
-        assert!(
-            slow.describe().ends_with(
-                "a slowdown no pair reproduces; locate could not localise a slowdown of the \
-                 whole job"
-            ),
-            "{}",
-            slow.describe()
-        );
-    }
-}
+mod tests;

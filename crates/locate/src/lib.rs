@@ -204,7 +204,7 @@ pub fn run_schedule(
     verdicts.sort_by(|a, b| a.culprit.cmp(&b.culprit));
     // The first of each culprit is kept (`dedup_by` drops the later ones; the sort is stable).
     verdicts.dedup_by(|later, first| later.culprit == first.culprit);
-    let mut job = JobCheck::of(&history, config.job_busbw, &th);
+    let mut job = JobCheck::of(&history, topo, config.job_busbw, &th);
     if let Some(j) = &mut job {
         j.localised = !verdicts.is_empty();
     }
@@ -217,7 +217,10 @@ pub fn run_schedule(
         config: config.clone(),
         rounds: history,
         verdicts,
-        notes: conclusion.notes,
+        notes: evidence::machines_note(topo)
+            .into_iter()
+            .chain(conclusion.notes)
+            .collect(),
         stopped,
         closest,
         job,

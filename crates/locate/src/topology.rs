@@ -22,6 +22,10 @@ pub struct Node {
     pub host: String,
     /// GPUs in local order.
     pub gpus: Vec<Gpu>,
+    /// The machine it runs on: the kernel's boot id, shared by nodes that are containers or
+    /// posing hosts on one machine; empty when unknown (then it is taken for its own machine).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub machine: String,
 }
 
 /// Why a set of nodes is not a topology.
@@ -102,6 +106,7 @@ impl Topology {
                 None => nodes.push(Node {
                     host: host.clone(),
                     gpus: vec![gpu],
+                    machine: String::new(),
                 }),
             }
         }
@@ -122,6 +127,7 @@ impl Topology {
                         pci: format!("0000:{:02x}:00.0", 0x18 + 0x10 * g),
                     })
                     .collect(),
+                machine: String::new(),
             })
             .collect();
         // Ranks are 0..nodes*gpus once each by construction.
@@ -129,6 +135,42 @@ impl Topology {
             nodes: Vec::new(),
             place: Vec::new(),
         })
+    }
+
+    /// The same topology with each node's machine: the `machines` entry (a kernel boot id) of
+    /// its first rank, indexed by world rank. Missing entries leave a node's machine unknown.
+    pub fn with_machines(mut self, machines: &[String]) -> Topology {
+        for node in &mut self.nodes {
+            if let Some(m) = node.gpus.first().and_then(|g| machines.get(g.rank)) {
+                node.machine = m.clone();
+            }
+        }
+        self
+    }
+
+    /// The nodes that share a machine with another node of the job: groups of two or more
+    /// node indices with one known machine, in the order of their first node.
+    pub fn shared_machines(&self) -> Vec<Vec<usize>> {
+        let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.machine.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(m, _)| *m == node.machine) {
+                Some((_, nodes)) => nodes.push(i),
+                None => groups.push((&node.machine, vec![i])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(_, nodes)| nodes)
+            .filter(|nodes| nodes.len() > 1)
+            .collect()
+    }
+
+    /// Whether every node of a job of two or more runs on one machine (ranks posing as hosts).
+    pub fn one_machine(&self) -> bool {
+        self.nodes() > 1 && self.shared_machines().first().map(Vec::len) == Some(self.nodes())
     }
 
     /// Number of nodes.
@@ -236,6 +278,26 @@ mod tests {
     }
 
     #[test]
+    fn nodes_on_one_machine_are_grouped() {
+        let m = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let t = Topology::uniform(5, 1).with_machines(&m(&["a", "b", "a", "", "b"]));
+        assert_eq!(t.shared_machines(), vec![vec![0, 2], vec![1, 4]]);
+        assert!(!t.one_machine());
+        // Unknown machines are never taken for one.
+        let t = Topology::uniform(3, 1).with_machines(&m(&["", "", ""]));
+        assert!(t.shared_machines().is_empty() && !t.one_machine());
+        // A node's machine is its first rank's.
+        let t = Topology::uniform(2, 2).with_machines(&m(&["x", "y", "x", "z"]));
+        assert_eq!(t.shared_machines(), vec![vec![0, 1]]);
+        assert!(t.one_machine());
+        assert!(
+            !Topology::uniform(1, 2)
+                .with_machines(&m(&["x", "x"]))
+                .one_machine()
+        );
+    }
+
+    #[test]
     fn bad_rank_sets_are_refused() {
         let gpu = |rank| Gpu {
             rank,
@@ -245,6 +307,7 @@ mod tests {
         let node = |gpus| Node {
             host: "h".into(),
             gpus,
+            machine: String::new(),
         };
         assert!(Topology::new(vec![node(vec![gpu(0), gpu(0)])]).is_err());
         assert!(Topology::new(vec![node(vec![gpu(5)])]).is_err());

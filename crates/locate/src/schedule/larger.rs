@@ -230,7 +230,7 @@ impl Escalating {
     }
 
     fn job(&self, cx: &Context) -> Option<JobCheck> {
-        JobCheck::of(cx.history, self.job_busbw, cx.th)
+        JobCheck::of(cx.history, cx.topo, self.job_busbw, cx.th)
     }
 }
 

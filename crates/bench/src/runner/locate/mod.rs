@@ -12,7 +12,7 @@ mod gpu;
 mod rounds;
 mod share;
 
-use crate::bootstrap::Bootstrap;
+use crate::bootstrap::{Bootstrap, peer_text};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -96,6 +96,10 @@ pub struct Place {
     pub device: i32,
     /// PCI bus id, `0000:1b:00.0`.
     pub pci: String,
+    /// The kernel's boot id: nodes that are containers of one host, or ranks posing as hosts,
+    /// share it (empty when unknown or from an older peer).
+    #[serde(default)]
+    pub machine: String,
 }
 
 impl Place {
@@ -110,25 +114,38 @@ impl Place {
             host,
             device: i32::try_from(device).unwrap_or(-1),
             pci: format!("{:04x}:{:02x}:{:02x}.0", pci.0, pci.1, pci.2),
+            machine: crate::bootstrap::local::boot_id(),
         }
     }
 }
 
 /// Every rank's place, shared with every rank, as a topology (nodes in the order of their first
-/// rank).
+/// rank) that knows which nodes share a machine.
 pub fn topology(boot: &dyn Bootstrap, here: &Place) -> Result<Topology> {
     let texts = boot.allgather(serde_json::to_string(here).unwrap_or_default())?;
-    let places: Vec<(String, i32, String)> = texts
+    let places: Vec<Place> = texts
         .iter()
         .enumerate()
         .map(|(rank, t)| {
-            let p: Place = serde_json::from_str(t).map_err(|_| {
-                Error::Internal(format!("rank {rank} sent an unreadable place: {t:.80}"))
-            })?;
-            Ok((p.host, p.device, p.pci))
+            serde_json::from_str(t).map_err(|_| {
+                Error::Internal(format!(
+                    "rank {rank} sent an unreadable place: {}",
+                    peer_text::clean(t, 80)
+                ))
+            })
         })
         .collect::<Result<_>>()?;
-    Topology::from_ranks(&places).map_err(|e| Error::Internal(format!("locate topology: {e}")))
+    let machines: Vec<String> = places
+        .iter()
+        .map(|p| peer_text::clean(&p.machine, 64))
+        .collect();
+    let ranks: Vec<(String, i32, String)> = places
+        .into_iter()
+        .map(|p| (p.host, p.device, p.pci))
+        .collect();
+    Topology::from_ranks(&ranks)
+        .map(|t| t.with_machines(&machines))
+        .map_err(|e| Error::Internal(format!("locate topology: {e}")))
 }
 
 /// `--dry-run --locate`: every rank's place shared as in a run (without CUDA: no PCI ids), and
