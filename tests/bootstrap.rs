@@ -209,6 +209,13 @@ fn locate_in_a_dry_run_shares_the_topology_and_shows_the_first_round() {
     }
     assert!(plan.trim_end().ends_with("nothing was run"), "{plan}");
     assert!(outs[1..].iter().all(|o| o.stdout.is_empty()));
+    // The four "hosts" share this machine's kernel boot id, and locate says so; where the
+    // boot id cannot be read, no machine is known and nothing is said.
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let note = "# locate note: all 4 nodes run on one machine (one kernel boot id)";
+    assert_eq!(plan.contains(note), !boot_id.is_empty(), "{plan}");
 }
 
 /// Every process of a launch missing `missing` fails within the timeout, naming it.

@@ -178,6 +178,9 @@ pub fn dry_run(l: &LocateOptions, boot: &dyn Bootstrap, device: i64) -> Result<V
                 r.groups.len()
             ))
     )];
+    if let Some(note) = crate::locate::evidence::machines_note(&topo) {
+        lines.push(output::scrub(&format!("# locate note: {note}")));
+    }
     if let Some(round) = first {
         for (i, g) in round.groups.iter().enumerate().take(l.lines) {
             let ranks: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
