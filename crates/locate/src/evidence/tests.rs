@@ -6,6 +6,31 @@ use crate::judge::{Book, judge};
 use crate::round::{RoundBuilder, Subject};
 use crate::seam::GroupOutcome;
 
+/// `round` measured at `values` (GB/s, one per group), judged on `topo`.
+fn measured(round: crate::round::Round, values: &[f64], topo: &Topology) -> RoundRecord {
+    let outcomes: Vec<GroupOutcome> = values
+        .iter()
+        .map(|&busbw| GroupOutcome::Measured {
+            busbw,
+            time_us: 1.0,
+        })
+        .collect();
+    let judged = judge(
+        &round,
+        &outcomes,
+        topo,
+        &Book::default(),
+        &Thresholds::default(),
+    );
+    RoundRecord {
+        round,
+        outcomes,
+        judged,
+        wall_s: 1.0,
+    }
+}
+
+/// One round of pairs of nodes at `values`.
 fn pairs_round(values: &[f64]) -> (RoundRecord, Topology) {
     let topo = Topology::uniform(2 * values.len(), 1);
     let mut b = RoundBuilder::new(topo.world(), Phase::Pairs);
@@ -17,22 +42,7 @@ fn pairs_round(values: &[f64]) -> (RoundRecord, Topology) {
         );
     }
     let round = b.finish(1).expect("a round");
-    let outcomes: Vec<GroupOutcome> = values
-        .iter()
-        .map(|&busbw| GroupOutcome::Measured {
-            busbw,
-            time_us: 1.0,
-        })
-        .collect();
-    let th = Thresholds::default();
-    let judged = judge(&round, &outcomes, &topo, &Book::default(), &th);
-    let rec = RoundRecord {
-        round,
-        outcomes,
-        judged,
-        wall_s: 1.0,
-    };
-    (rec, topo)
+    (measured(round, values, &topo), topo)
 }
 
 #[test]
@@ -71,26 +81,7 @@ fn with_halves(halves: [f64; 2]) -> (Vec<RoundRecord>, Topology) {
     b.add((0..4).collect(), Subject::Pair(0, 1), Role::Primary);
     b.add((4..8).collect(), Subject::Pair(4, 5), Role::Primary);
     let round = b.finish(2).expect("a round");
-    let outcomes: Vec<GroupOutcome> = halves
-        .iter()
-        .map(|&busbw| GroupOutcome::Measured {
-            busbw,
-            time_us: 1.0,
-        })
-        .collect();
-    let judged = judge(
-        &round,
-        &outcomes,
-        &topo,
-        &Book::default(),
-        &Thresholds::default(),
-    );
-    let halves = RoundRecord {
-        round,
-        outcomes,
-        judged,
-        wall_s: 1.0,
-    };
+    let halves = measured(round, &halves, &topo);
     (vec![pairs, halves], topo)
 }
 
