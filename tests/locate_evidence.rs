@@ -250,3 +250,38 @@ fn larger_groups_name_a_node_that_only_large_groups_show() {
         assert!(report.verdicts.is_empty() && report.job.is_none());
     }
 }
+
+/// The `# locate unseen:` lines of a healthy run, without their text after the first colon.
+fn unseen(kind: Kind, shape: (usize, usize), min_busbw: Option<f64>) -> Vec<String> {
+    let topo = Topology::uniform(shape.0, shape.1);
+    let mut model = ModelCluster::new(topo.clone(), 1);
+    let mut config = config(kind);
+    config.thresholds.min_busbw = min_busbw;
+    let (_, lines) = locate(&mut model, &topo, &config);
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("# locate unseen: "))
+        .map(|l| l.split(':').next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn what_a_run_could_not_see_is_said() {
+    // quick on 8 nodes of 8 GPUs: whole nodes in pairs, 4 pairs of 28.
+    assert_eq!(
+        unseen(Kind::Quick, (8, 8), None),
+        [
+            "NVLink/PCIe inside nodes",
+            "links",
+            "a slowdown shared by every group of a shape (one rail's switch under every pair, \
+             the whole fabric)"
+        ]
+    );
+    // nodes: everything inside nodes, nothing across.
+    assert_eq!(
+        unseen(Kind::Nodes, (8, 8), Some(1.0)),
+        ["the network between nodes (links, NICs, rails)"]
+    );
+    // full on one-GPU nodes with a floor: every pair ran, nothing inside to test.
+    assert!(unseen(Kind::Full, (6, 1), Some(1.0)).is_empty());
+}

@@ -51,6 +51,9 @@ pub struct LocateJson {
     pub job: Option<JobCheck>,
     /// Remarks.
     pub notes: Vec<String>,
+    /// What the rounds could not see (absent in older records).
+    #[serde(default)]
+    pub unseen: Vec<String>,
     /// Why the run stopped early.
     pub stopped: Option<String>,
     /// Wall time of all rounds, seconds.
@@ -198,6 +201,7 @@ pub fn document(report: &Report, topo: &Topology) -> LocateJson {
         closest: report.closest.clone(),
         job: report.job.clone(),
         notes: report.notes.clone(),
+        unseen: report.unseen.clone(),
         stopped: report.stopped.clone(),
         wall_s: report.wall_s(),
         exit_code: report.exit_code(),

@@ -11,6 +11,7 @@
 //! user's guide and cost model.
 
 pub mod bisect;
+pub mod coverage;
 pub mod domains;
 pub mod evidence;
 pub mod history;
@@ -92,6 +93,8 @@ pub struct Report {
     pub closest: Option<Closest>,
     /// The whole job against its pairs, when the job's busbw was given and pairs ran.
     pub job: Option<JobCheck>,
+    /// What the rounds could not see ([`coverage::unseen`]).
+    pub unseen: Vec<String>,
 }
 
 impl Report {
@@ -213,7 +216,9 @@ pub fn run_schedule(
     } else {
         None
     };
+    let unseen = coverage::unseen(topo, &history, &th);
     Ok(Report {
+        unseen,
         config: config.clone(),
         rounds: history,
         verdicts,

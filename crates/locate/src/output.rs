@@ -112,7 +112,8 @@ pub fn round_lines(rec: &RoundRecord, topo: &Topology, max_groups: usize) -> Vec
     out
 }
 
-/// The verdict: a summary line, one line per suspect, then notes and why the run stopped.
+/// The verdict: a summary line, one line per suspect, the job against its pairs, notes, what
+/// the run could not see, and why it stopped.
 pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
     let gpus = topo.rails();
     let suspects = match report.verdicts.len() {
@@ -165,6 +166,9 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
     }
     for n in &report.notes {
         lines.push(format!("# locate note: {n}"));
+    }
+    for u in &report.unseen {
+        lines.push(format!("# locate unseen: {u}"));
     }
     if let Some(s) = &report.stopped {
         lines.push(format!("# locate stopped: {s}"));
