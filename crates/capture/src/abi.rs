@@ -256,7 +256,7 @@ pub const FUNCS: [&str; 11] = [
 /// Longest name kept from NCCL's strings (they are short constants; a guard, not a limit).
 const MAX_NAME: usize = 64;
 
-/// A NUL-terminated string from NCCL, copied (lossily, at most [`MAX_NAME`] bytes); `None`
+/// A NUL-terminated string from NCCL, copied (lossily, at most `MAX_NAME` bytes); `None`
 /// for a null pointer.
 ///
 /// # Safety

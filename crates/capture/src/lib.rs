@@ -4,7 +4,7 @@
 //! NCCL 2.26 and later load a plugin from the program itself when its variable is
 //! `STATIC_PLUGIN` (`dlopen(NULL)`, then `dlsym` of the versioned symbol). The programs export
 //! `ncclProfiler_v5`/`_v4` ([`profiler`]) and `ncclTunerPlugin_v5`/`_v4` ([`tuner`]) in their
-//! dynamic symbol table (the root package's `build.rs`), and [`install`] points NCCL at them
+//! dynamic symbol table (the root package's `build.rs`), and [`install()`] points NCCL at them
 //! when `--explain` is on, unless the user or the system already configured a plugin of that
 //! kind, which it leaves in place and says so.
 //!
