@@ -449,14 +449,46 @@ fn print_the_tables() {
 
 /// Faults of the job-level table, where the runner hands in the whole job's busbw: healthy; a
 /// node that slows only groups of more than 2 nodes (invisible in pairs); one that slows only
-/// groups of more than half the job (invisible in pairs and halves).
-/// A job-level fault: its column, and above how many nodes (of N) the node slows groups.
-type JobCase = (&'static str, Option<fn(usize) -> usize>);
+/// groups of more than half the job (invisible in pairs and halves); busbw that falls with every
+/// group's size (0.6× per doubling of nodes: nobody to name).
+/// A job-level fault: its column, the fault on N nodes with node x, and the mark expected on
+/// N nodes.
+type JobCase = (
+    &'static str,
+    fn(usize, usize) -> Option<Fault>,
+    fn(usize) -> &'static str,
+);
 
-const JOB_CASES: [JobCase; 3] = [
-    ("healthy", None),
-    ("in groups of 3+ nodes", Some(|_| 2)),
-    ("in the whole job only", Some(|n| n / 2)),
+const JOB_CASES: [JobCase; 4] = [
+    ("healthy", |_, _| None, |_| "·"),
+    (
+        "in groups of 3+ nodes",
+        |_, node| {
+            Some(Fault::SlowInLarge {
+                node,
+                above: 2,
+                factor: 0.5,
+            })
+        },
+        // Larger groups need halves of 3 nodes or more to show it.
+        |n| if n >= 6 { "✓" } else { "?" },
+    ),
+    (
+        "in the whole job only",
+        |n, node| {
+            Some(Fault::SlowInLarge {
+                node,
+                above: n / 2,
+                factor: 0.5,
+            })
+        },
+        |_| "?",
+    ),
+    (
+        "falling with group size",
+        |_, _| Some(Fault::SizeCost { per_doubling: 0.6 }),
+        |_| "?",
+    ),
 ];
 
 /// One row of the job-level table: per fault, the rounds and ✓ (the node named exactly), ?
@@ -466,15 +498,11 @@ fn job_row(n: usize, kind: Kind) -> String {
     let x = places(n).0;
     let mut cells = Vec::new();
     let mut wrong = 0;
-    for (name, above) in JOB_CASES {
+    for (name, fault, expect) in JOB_CASES {
         let topo = Topology::uniform(n, G);
         let mut model = ModelCluster::new(topo.clone(), 1);
-        if let Some(above) = above {
-            model = model.with_fault(Fault::SlowInLarge {
-                node: x,
-                above: above(n),
-                factor: 0.5,
-            });
+        if let Some(f) = fault(n, x) {
+            model = model.with_fault(f);
         }
         let config = Config {
             schedule: kind,
@@ -485,12 +513,7 @@ fn job_row(n: usize, kind: Kind) -> String {
         let what = format!("{} on {n} nodes, slow {name}", kind.name());
         let job = report.job.clone().expect(&what);
         let named: Vec<Culprit> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
-        // Larger groups need halves of 3 nodes or more to show a slowdown of 3+ nodes.
-        let mark = match above.map(|a| a(n)) {
-            None => "·",
-            Some(2) if n >= 6 => "✓",
-            Some(_) => "?",
-        };
+        let mark = expect(n);
         match mark {
             "✓" => assert_eq!(named, [Culprit::Node { node: x }], "{what}"),
             "?" => assert!(named.is_empty() && job.slow && !job.localised, "{what}"),
