@@ -285,3 +285,35 @@ fn what_a_run_could_not_see_is_said() {
     // full on one-GPU nodes with a floor: every pair ran, nothing inside to test.
     assert!(unseen(Kind::Full, (6, 1), Some(1.0)).is_empty());
 }
+
+#[test]
+fn a_node_short_of_the_threshold_is_leaned_on_not_named() {
+    // A node slowed by 10 %, under the 15 % threshold: every pair with it reads about 0.9x.
+    let weak = [Fault::SlowNode {
+        node: 2,
+        factor: 0.9,
+    }];
+    let (report, lines) = run(Kind::Full, (4, 1), 1, &weak, false);
+    assert!(report.verdicts.is_empty(), "{lines:#?}");
+    let note = lines
+        .iter()
+        .find(|l| l.starts_with("# locate note: leaning: "))
+        .expect("a leaning note");
+    assert!(
+        note.starts_with("# locate note: leaning: node003 0.9")
+            && note.contains("x (3 pairs) of the median node, under the clear margin (0.93x)")
+            && note.ends_with("weak evidence, not named"),
+        "{note}"
+    );
+    // Healthy: no lean.
+    let (_, lines) = run(Kind::Full, (4, 1), 1, &[], false);
+    assert!(!lines.iter().any(|l| l.contains("leaning")), "{lines:#?}");
+    // Named: no lean either.
+    let slow = [Fault::SlowNode {
+        node: 2,
+        factor: 0.5,
+    }];
+    let (report, lines) = run(Kind::Full, (4, 1), 1, &slow, false);
+    assert!(!report.verdicts.is_empty());
+    assert!(!lines.iter().any(|l| l.contains("leaning")), "{lines:#?}");
+}

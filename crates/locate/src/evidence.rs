@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::history::RoundRecord;
 use super::judge::State;
+use super::matrix::{PairMatrix, analyse};
 use super::round::{Phase, Role};
 use super::stats::{Reference, Thresholds, upper_median};
 use super::topology::Topology;
@@ -67,6 +68,43 @@ pub fn closest(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
         }
     }
     best
+}
+
+/// When nobody is named: the nodes whose pairs ran under the clear margin
+/// ([`Thresholds::clean_ratio`]) of the median node, from two or more measured pairs each,
+/// lowest first (at most three). Weak evidence — short of the slow threshold, so not a verdict
+/// — but where a node paused now and then or slightly starved shows first.
+pub fn leaning(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Option<String> {
+    let m = PairMatrix::from_history(topo.nodes(), history);
+    let f = analyse(&m, th);
+    let reference = f.node_ref?;
+    let mut low: Vec<(usize, f64, usize)> = f
+        .scores
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let s = s.as_ref()?;
+            let ratio = reference.ratio(s.score);
+            (s.pairs >= 2 && ratio.is_finite() && ratio < th.clean_ratio())
+                .then_some((i, ratio, s.pairs))
+        })
+        .collect();
+    if low.is_empty() {
+        return None;
+    }
+    low.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let nodes: Vec<String> = low
+        .iter()
+        .take(3)
+        .map(|&(i, ratio, pairs)| format!("{} {ratio:.2}x ({pairs} pairs)", topo.host(i)))
+        .collect();
+    Some(format!(
+        "leaning: {} of the median node, under the clear margin ({:.2}x) but not below {:.2}x: \
+         weak evidence, not named",
+        nodes.join(", "),
+        th.clean_ratio(),
+        1.0 - reference.needed_drop(th)
+    ))
 }
 
 /// A note on nodes that share a machine (one kernel boot id: containers of one host, or ranks

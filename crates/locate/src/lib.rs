@@ -211,10 +211,13 @@ pub fn run_schedule(
     if let Some(j) = &mut job {
         j.localised = !verdicts.is_empty();
     }
-    let closest = if verdicts.is_empty() {
-        evidence::closest(&history, topo, &th)
+    let (closest, leaning) = if verdicts.is_empty() {
+        (
+            evidence::closest(&history, topo, &th),
+            evidence::leaning(&history, topo, &th),
+        )
     } else {
-        None
+        (None, None)
     };
     let unseen = coverage::unseen(topo, &history, &th);
     Ok(Report {
@@ -224,6 +227,7 @@ pub fn run_schedule(
         verdicts,
         notes: evidence::machines_note(topo)
             .into_iter()
+            .chain(leaning)
             .chain(conclusion.notes)
             .collect(),
         stopped,
