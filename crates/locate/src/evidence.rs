@@ -71,7 +71,8 @@ pub fn closest(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
 }
 
 /// When nobody is named: the nodes whose pairs ran under the clear margin
-/// ([`Thresholds::clean_ratio`]) of the median node, from two or more measured pairs each,
+/// ([`Thresholds::clean_ratio`]) of the median node but not below the slow threshold, from two
+/// or more measured pairs each,
 /// lowest first (at most three). Weak evidence — short of the slow threshold, so not a verdict
 /// — but where a node paused now and then or slightly starved shows first.
 pub fn leaning(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Option<String> {
@@ -85,8 +86,8 @@ pub fn leaning(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
         .filter_map(|(i, s)| {
             let s = s.as_ref()?;
             let ratio = reference.ratio(s.score);
-            (s.pairs >= 2 && ratio.is_finite() && ratio < th.clean_ratio())
-                .then_some((i, ratio, s.pairs))
+            let weak = ratio < th.clean_ratio() && !s.slow && !reference.is_low(s.score, th);
+            (s.pairs >= 2 && ratio.is_finite() && weak).then_some((i, ratio, s.pairs))
         })
         .collect();
     if low.is_empty() {
