@@ -71,7 +71,14 @@ fn records(dir: &str, case: &str, n: usize) -> Vec<(LocateJson, Option<usize>)> 
 
 /// The record replayed with its own configuration.
 fn replay(doc: &LocateJson) -> (Report, Vec<String>) {
-    let topo = Topology::new(doc.nodes.clone()).expect("the record's topology");
+    replay_on(
+        doc,
+        Topology::new(doc.nodes.clone()).expect("the record's topology"),
+    )
+}
+
+/// The record replayed with its own configuration on `topo`.
+fn replay_on(doc: &LocateJson, topo: Topology) -> (Report, Vec<String>) {
     let config = Config {
         schedule: doc.schedule,
         thresholds: doc.thresholds,
@@ -141,4 +148,37 @@ fn the_paused_rank_is_leaned_on_at_the_default_drop_and_nobody_when_healthy() {
     for (doc, _) in records("loc4", "starve-4", 4) {
         assert_eq!(lean(&doc, 0.15), None);
     }
+}
+
+#[test]
+fn the_healthy_8_rank_job_line_says_it_ran_on_one_machine() {
+    // Run1's records predate the boot id; the ranks did share one machine. Told so, the job line
+    // of the healthy 8-rank runs (0.35-0.60x of their pairs) carries the remark, and where the
+    // halves ran it says what they showed; nobody is named.
+    let mut halves = 0;
+    for (doc, _) in records("loc8", "healthy-8", 8) {
+        let topo = Topology::new(doc.nodes.clone())
+            .expect("the record's topology")
+            .with_machines(&vec!["one-boot-id".to_string(); 8]);
+        let (report, lines) = replay_on(&doc, topo);
+        assert!(report.verdicts.is_empty(), "{lines:#?}");
+        let job = lines
+            .iter()
+            .find(|l| l.starts_with("# locate job: "))
+            .expect("a job line");
+        assert!(
+            job.ends_with("so this ratio is not a network figure)"),
+            "{job}"
+        );
+        if job.contains("its halves (4 ranks each) ran alike at ") {
+            halves += 1;
+        }
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("# locate note: all 8 nodes run on one machine")),
+            "{lines:#?}"
+        );
+    }
+    assert!(halves > 0);
 }
