@@ -14,11 +14,11 @@
 #            table, paused and not) and noted.
 # Cases: starve-4 pause-4 healthy-4 starve-8 pause-8 healthy-8, RUNS (5) runs each. A slowed run
 # passes when the slowed rank is named: alone ("vnodeS (1 GPU) slow") or as "vnodeS or the
-# vnodeS-vnodeX link"; the summary counts every outcome (named, node-or-link, a bare link, the
-# job said to be slow but not localised, nobody, someone else). A healthy run passes when
-# nobody is named and the job line does not call it slow, or does so only with its remark that
-# all nodes run on one machine (the ranks posing as hosts: not a network figure,
-# docs/locate.md); such runs are counted as job-slow-1m.
+# vnodeS-vnodeX link"; the summary counts every outcome (named, node-or-link, a bare link, a
+# lean on vnodeS without a verdict, the job said to be slow but not localised, nobody, someone
+# else). A healthy run passes when nobody is named and the job line does not call it slow, or
+# does so only with its remark that all nodes run on one machine (the ranks posing as hosts:
+# not a network figure, docs/locate.md); such runs are counted as job-slow-1m.
 # Environment: RUNS (5), LOCATE_CASES ("pause-8 healthy-8": only those; default all),
 # LOCATE_DROP4 and LOCATE_DROP8 (0.15, the default) the --locate-min-drop of each size, PAUSE_MS,
 # PERIOD_MS, LOCATE_JOB_LEVEL (pause: the job-level slowdown is measured for the pause only;
@@ -147,12 +147,15 @@ rc() { cat "$L/$1.rc" 2> /dev/null || echo none; }
 avg() { awk '/^# Avg bus bandwidth/ { print $NF }' "$L/$1.out" 2> /dev/null; }
 
 # outcome NAME SLOW: what run NAME said about vnodeSLOW (SLOW=- for a healthy run): named,
-# node-or-link, link, job-slow (job-slow-1m: with the one-machine remark), nobody or other.
+# node-or-link, link, job-slow (job-slow-1m: with the one-machine remark), leaning (nobody
+# named, the lean note points at vnodeSLOW first), nobody or other.
 outcome() {
   local name=$1 slow=$2 s
   s=$(grep '^# locate suspect: ' "$L/$name.out" 2> /dev/null)
   if [ -z "$s" ]; then
-    if grep -q '^# locate job: .*could not localise.*not a network figure' "$L/$name.out" 2> /dev/null; then
+    if [ "$slow" != - ] && grep -q "^# locate note: leaning: vnode$slow " "$L/$name.out" 2> /dev/null; then
+      echo leaning
+    elif grep -q '^# locate job: .*could not localise.*not a network figure' "$L/$name.out" 2> /dev/null; then
       echo job-slow-1m
     elif grep -q '^# locate job: .*could not localise' "$L/$name.out" 2> /dev/null; then
       echo job-slow
