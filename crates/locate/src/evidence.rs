@@ -72,9 +72,9 @@ pub fn closest(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
 
 /// When nobody is named: the nodes whose pairs ran under the clear margin
 /// ([`Thresholds::clean_ratio`]) of the median node but not below the slow threshold, from two
-/// or more measured pairs each,
-/// lowest first (at most three). Weak evidence — short of the slow threshold, so not a verdict
-/// — but where a node paused now and then or slightly starved shows first.
+/// or more measured pairs each, lowest first (at most three). Weak evidence — short of the slow
+/// threshold, so not a verdict — but where a node paused now and then or slightly starved
+/// shows first.
 pub fn leaning(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Option<String> {
     let m = PairMatrix::from_history(topo.nodes(), history);
     let f = analyse(&m, th);
