@@ -128,10 +128,7 @@ fn a_slow_job_that_no_group_reproduces_is_said_to_be_slow() {
     let (report, lines) = run(Kind::Quick, (8, 8), 1, &whole, true);
     assert!(report.verdicts.is_empty(), "{:?}", report.verdicts);
     assert_eq!(report.exit_code(), 0);
-    let job = lines
-        .iter()
-        .find(|l| l.starts_with("# locate job: "))
-        .expect("a job line");
+    let job = job_line(&lines);
     assert!(
         job.starts_with("# locate job: the full job ran at 0.5")
             && job.ends_with(
@@ -198,10 +195,7 @@ fn busbw_that_falls_with_the_group_size_is_said_so_and_names_nobody() {
     };
     let (report, lines) = locate(&mut model, &topo, &config);
     assert!(report.verdicts.is_empty(), "{lines:#?}");
-    let job = lines
-        .iter()
-        .find(|l| l.starts_with("# locate job: "))
-        .expect("a job line");
+    let job = job_line(&lines);
     assert!(
         job.contains("its halves (4 ranks each) ran alike at 0.7")
             && job.contains(

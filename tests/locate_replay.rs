@@ -18,7 +18,7 @@ use nccl_perf_locate::stats::Thresholds;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::{Config, Report};
 
-use locate_runs::locate;
+use locate_runs::{job_line, locate};
 
 /// Answers each round with what the record measured for the same groups (by their ranks); a
 /// group the record does not have stops the replay.
@@ -162,10 +162,7 @@ fn the_healthy_8_rank_job_line_says_it_ran_on_one_machine() {
             .with_machines(&vec!["one-boot-id".to_string(); 8]);
         let (report, lines) = replay_on(&doc, topo);
         assert!(report.verdicts.is_empty(), "{lines:#?}");
-        let job = lines
-            .iter()
-            .find(|l| l.starts_with("# locate job: "))
-            .expect("a job line");
+        let job = job_line(&lines);
         assert!(
             job.ends_with("so this ratio is not a network figure)"),
             "{job}"

@@ -70,3 +70,12 @@ pub fn hostile_topology() -> Topology {
         .collect();
     Topology::from_ranks(&ranks).expect("topology")
 }
+
+/// The `# locate job:` line of a run's lines.
+pub fn job_line(lines: &[String]) -> &str {
+    lines
+        .iter()
+        .find(|l| l.starts_with("# locate job: "))
+        .map(String::as_str)
+        .expect("a job line")
+}
