@@ -1,5 +1,5 @@
 //! Locate's logic replayed on real measurements: the `--locate-json` records of the GPU runs
-//! in docs/results/vcluster-h200/locate-evidence/run1/ (ranks posing as hosts on one H200,
+//! in docs/results/vcluster-h200/locate-evidence/ (run1, run2: ranks posing as hosts on one H200,
 //! a rank CPU-starved, paused by signals, or none) are fed back, round by round, through
 //! today's planning and judging. The replay must plan the rounds the GPU ran and reach the
 //! verdicts recorded then; and the lean added since must say what it claims on real readings:
@@ -53,7 +53,7 @@ impl RoundRunner for Recorded<'_> {
 }
 
 fn runs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/vcluster-h200/locate-evidence/run1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/vcluster-h200/locate-evidence")
 }
 
 /// The records of `case` (`pause-4`, ...) in run order, with the slowed rank of each run.
@@ -92,7 +92,7 @@ fn replay_on(doc: &LocateJson, topo: Topology) -> (Report, Vec<String>) {
 
 #[test]
 fn the_gpu_runs_replay_to_the_verdicts_recorded() {
-    for (dir, n) in [("loc4", 4), ("loc8", 8)] {
+    for (dir, n) in [("run1/loc4", 4), ("run1/loc8", 8), ("run2", 4), ("run2", 8)] {
         for case in ["starve", "pause", "healthy"] {
             let case = format!("{case}-{n}");
             for (i, (doc, _)) in records(dir, &case, n).iter().enumerate() {
@@ -131,7 +131,7 @@ fn the_paused_rank_is_leaned_on_at_the_default_drop_and_nobody_when_healthy() {
     // pairs, 0.75-0.90x of the others, were neither slow nor clearly clean, and nobody was named.
     // On the same readings at the product's default (0.15: clear margin 0.925x) the lean points
     // at the paused rank alone in every run, and at nobody in the healthy runs.
-    for (doc, slowed) in records("loc4", "pause-4", 4) {
+    for (doc, slowed) in records("run1/loc4", "pause-4", 4) {
         let slowed = slowed.expect("a paused rank");
         let note = lean(&doc, 0.15).expect("a lean");
         assert!(
@@ -141,11 +141,11 @@ fn the_paused_rank_is_leaned_on_at_the_default_drop_and_nobody_when_healthy() {
         // At the run's own drop the readings were within the margin: no lean, as printed then.
         assert_eq!(lean(&doc, doc.thresholds.min_drop), None);
     }
-    for (doc, _) in records("loc4", "healthy-4", 4) {
+    for (doc, _) in records("run1/loc4", "healthy-4", 4) {
         assert_eq!(lean(&doc, 0.15), None);
     }
     // A starved rank, 0.2x: slow, never a lean.
-    for (doc, _) in records("loc4", "starve-4", 4) {
+    for (doc, _) in records("run1/loc4", "starve-4", 4) {
         assert_eq!(lean(&doc, 0.15), None);
     }
 }
@@ -156,7 +156,7 @@ fn the_healthy_8_rank_job_line_says_it_ran_on_one_machine() {
     // of the healthy 8-rank runs (0.35-0.60x of their pairs) carries the remark, and where the
     // halves ran it says what they showed; nobody is named.
     let mut halves = 0;
-    for (doc, _) in records("loc8", "healthy-8", 8) {
+    for (doc, _) in records("run1/loc8", "healthy-8", 8) {
         let topo = Topology::new(doc.nodes.clone())
             .expect("the record's topology")
             .with_machines(&vec!["one-boot-id".to_string(); 8]);
