@@ -38,6 +38,8 @@ pub enum Subject {
         /// Known-good nodes beside them.
         fillers: Vec<usize>,
     },
+    /// Every node of the job but this one (the job without one node).
+    AllBut(usize),
     /// The same GPUs of two nodes (bisection of a node against a partner).
     PairGpus {
         /// The node under test (or the first node of a control).
@@ -71,6 +73,7 @@ impl Subject {
                     k => format!("{tested}+{k} good"),
                 }
             }
+            Subject::AllBut(n) => format!("all but {}", topo.host(*n)),
             Subject::PairGpus {
                 node,
                 partner,
@@ -165,6 +168,9 @@ pub enum Phase {
     /// Larger groups of the job (halves, then parts of the slow half beside known-good
     /// nodes) when pairs cannot explain a slow job.
     Halves,
+    /// The job without one node, each node in turn (jobs of 4 or 5 nodes, whose halves are
+    /// pairs) when pairs cannot explain a slow job.
+    LeaveOut,
 }
 
 impl Phase {
@@ -177,6 +183,7 @@ impl Phase {
             Phase::Repair => "repair",
             Phase::Bisect => "bisect",
             Phase::Halves => "halves",
+            Phase::LeaveOut => "larger",
         }
     }
 }

@@ -9,7 +9,8 @@
 //! nothing is named and the job line says the slowdown could not be localised).
 //!
 //! Cost: 1 round of halves, then ⌈log₂(N/2)⌉ rounds to one node: log₂ N rounds for N a power
-//! of two. Needs 4 nodes or more (halves of one node are not the job's shape).
+//! of two. Used from 6 nodes; with 4 or 5 the halves would be pairs again, and
+//! [`LeaveOut`] runs the job without each node in turn instead (N rounds).
 
 use super::super::bisect::result_word;
 use super::super::evidence::JobCheck;
@@ -17,10 +18,11 @@ use super::super::judge::State;
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, Verdict};
+use super::leave_out::{self, LeaveOut};
 use super::{Conclusion, Context, Schedule};
 
-/// Fewer nodes than this: no halves.
-const MIN_NODES: usize = 4;
+/// Fewer nodes than this: no halves (with 4 or 5 they would be pairs).
+const MIN_NODES: usize = leave_out::MAX_NODES + 1;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Step {
@@ -55,7 +57,7 @@ pub struct Larger {
 }
 
 impl Larger {
-    /// The escalation for `topo`; `None` below 4 nodes.
+    /// The escalation for `topo`; `None` below 6 nodes.
     pub fn new(topo: &Topology) -> Option<Larger> {
         (topo.nodes() >= MIN_NODES).then(|| Larger {
             size: topo.nodes() / 2,
@@ -209,12 +211,26 @@ impl Larger {
     }
 }
 
+/// The larger groups of a job: halves from 6 nodes, the job without each node at 4 or 5.
+enum Escalation {
+    Halves(Larger),
+    LeaveOut(LeaveOut),
+}
+
+impl Escalation {
+    fn new(topo: &Topology) -> Option<Escalation> {
+        Larger::new(topo)
+            .map(Escalation::Halves)
+            .or_else(|| LeaveOut::new(topo).map(Escalation::LeaveOut))
+    }
+}
+
 /// A schedule followed by larger groups when its pairs leave a slow job unexplained.
 pub struct Escalating {
     inner: Box<dyn Schedule>,
     job_busbw: Option<f64>,
     inner_done: bool,
-    larger: Option<Larger>,
+    larger: Option<Escalation>,
 }
 
 impl Escalating {
@@ -243,10 +259,13 @@ impl Schedule for Escalating {
             self.inner_done = true;
             let slow = self.job(cx).is_some_and(|j| j.slow);
             if slow && self.inner.conclude(cx).verdicts.is_empty() {
-                self.larger = Larger::new(cx.topo);
+                self.larger = Escalation::new(cx.topo);
             }
         }
-        self.larger.as_mut()?.next_round(cx)
+        match self.larger.as_mut()? {
+            Escalation::Halves(l) => l.next_round(cx),
+            Escalation::LeaveOut(l) => l.next_round(cx),
+        }
     }
 
     fn references(&self) -> Vec<(crate::judge::Shape, f64)> {
@@ -255,8 +274,11 @@ impl Schedule for Escalating {
 
     fn conclude(&self, cx: &Context) -> Conclusion {
         let mut c = self.inner.conclude(cx);
-        if let Some(l) = &self.larger {
-            l.conclude(cx, self.job(cx).as_ref(), &mut c);
+        let job = self.job(cx);
+        match &self.larger {
+            Some(Escalation::Halves(l)) => l.conclude(cx, job.as_ref(), &mut c),
+            Some(Escalation::LeaveOut(l)) => l.conclude(cx, job.as_ref(), &mut c),
+            None => {}
         }
         c
     }

@@ -12,6 +12,7 @@
 mod followup;
 pub mod full;
 pub mod larger;
+pub mod leave_out;
 pub mod quick;
 pub mod round_robin;
 pub mod whole;

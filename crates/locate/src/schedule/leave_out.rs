@@ -1,0 +1,144 @@
+//! Larger groups for a small job: the job without each node in turn. With 4 or 5 nodes the
+//! halves of [`Larger`](super::larger::Larger) are pairs again (2 nodes each), and a slowdown
+//! that only shows when many nodes take part is as hidden in them as in the pairs before. So
+//! each round runs the job's own collective on every node but one, leaving out a different
+//! node each time: N rounds for N nodes. A node is named when the group without it ran clearly
+//! faster than every group that held it (the median of those below `1 − min-drop` of it, and
+//! each of them below the clear margin `1 − min-drop/2`); otherwise the readings are given and
+//! nobody is named.
+
+use super::super::evidence::JobCheck;
+use super::super::judge::State;
+use super::super::round::{Phase, Role, Round, RoundBuilder, Subject, hosts};
+use super::super::stats::median;
+use super::super::topology::Topology;
+use super::super::verdict::{Culprit, Verdict, span};
+use super::{Conclusion, Context};
+
+/// The fewest nodes: with 3, the job without one node is a pair.
+pub const MIN_NODES: usize = 4;
+/// The most nodes: from 6 the halves have 3 nodes or more and are used instead.
+pub const MAX_NODES: usize = 5;
+
+/// The job without each node in turn.
+#[derive(Debug, Clone)]
+pub struct LeaveOut {
+    nodes: usize,
+    /// busbw of the job without node `k` (index k), in the order they ran; `None`: not measured.
+    readings: Vec<Option<f64>>,
+    /// The rounds that ran, one per node left out.
+    rounds: Vec<usize>,
+}
+
+impl LeaveOut {
+    /// The escalation for `topo`; `None` outside 4 to 5 nodes.
+    pub fn new(topo: &Topology) -> Option<LeaveOut> {
+        (MIN_NODES..=MAX_NODES)
+            .contains(&topo.nodes())
+            .then(|| LeaveOut {
+                nodes: topo.nodes(),
+                readings: Vec::new(),
+                rounds: Vec::new(),
+            })
+    }
+
+    /// The next round: the job without the next node, until every node was left out once.
+    pub fn next_round(&mut self, cx: &Context) -> Option<Round> {
+        if let Some(&last) = self.rounds.last()
+            && self.readings.len() < self.rounds.len()
+        {
+            let rec = last.checked_sub(1).and_then(|i| cx.history.get(i));
+            let busbw = rec.and_then(|r| r.outcomes.first()).and_then(|o| o.busbw());
+            self.readings.push(busbw);
+        }
+        let left = self.readings.len();
+        if left >= self.nodes {
+            return None;
+        }
+        let ranks: Vec<usize> = (0..self.nodes)
+            .filter(|&n| n != left)
+            .flat_map(|n| cx.topo.ranks_of(n))
+            .collect();
+        let mut builder = RoundBuilder::new(cx.topo.world(), Phase::LeaveOut);
+        builder.add(ranks, Subject::AllBut(left), Role::Primary)?;
+        let round = builder.finish(cx.next_index())?;
+        self.rounds.push(round.index);
+        Some(round)
+    }
+
+    /// The node whose absence made the job clearly faster, or a note with the readings.
+    pub fn conclude(&self, cx: &Context, job: Option<&JobCheck>, c: &mut Conclusion) {
+        let topo = cx.topo;
+        let head = job.map_or(String::new(), |j| {
+            format!(
+                "the full job ran at {:.2}x of its pairs, which named nobody; ",
+                j.ratio
+            )
+        });
+        let rounds = match (self.rounds.first(), self.rounds.last()) {
+            (Some(a), Some(b)) if a != b => format!("rounds {a}-{b}"),
+            (Some(a), _) => format!("round {a}"),
+            _ => return,
+        };
+        let measured: Vec<(usize, f64)> = self
+            .readings
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        if measured.len() < self.nodes {
+            let missing: Vec<usize> = (0..self.nodes)
+                .filter(|k| !measured.iter().any(|(m, _)| m == k))
+                .collect();
+            c.notes.push(format!(
+                "larger groups, the job without each node in turn ({rounds}): without {} not \
+                 measured, not named",
+                hosts(topo, &missing)
+            ));
+            return;
+        }
+        let Some(&(best, top)) = measured.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+            return;
+        };
+        let others: Vec<f64> = measured
+            .iter()
+            .filter(|(k, _)| *k != best)
+            .map(|(_, v)| *v / top)
+            .collect();
+        let (Some(mid), Some(worst_ok)) = (
+            median(&others),
+            others.iter().copied().max_by(f64::total_cmp),
+        ) else {
+            return;
+        };
+        let readings: Vec<String> = measured
+            .iter()
+            .map(|(k, v)| format!("without {} {v:.2}", topo.host(*k)))
+            .collect();
+        let readings = format!(
+            "the job without each node in turn ({rounds}): {} GB/s",
+            readings.join(", ")
+        );
+        let held = format!(
+            "every group holding {} ran at {} of the one without it",
+            topo.host(best),
+            span(&others)
+        );
+        if mid < 1.0 - cx.th.min_drop && worst_ok < cx.th.clean_ratio() {
+            c.verdicts.push(Verdict {
+                culprit: Culprit::Node { node: best },
+                state: State::Slow,
+                ratio: Some(mid),
+                below_min: false,
+                evidence: format!("{head}larger groups: {readings}: {held}"),
+                rounds: self.rounds.clone(),
+            });
+        } else {
+            c.notes.push(format!(
+                "larger groups: {readings}: no node's absence made the job clearly faster \
+                 ({held}; {:.0} % needed), not named",
+                cx.th.min_drop * 100.0
+            ));
+        }
+    }
+}
