@@ -91,8 +91,8 @@ impl LeaveOut {
                 .filter(|k| !measured.iter().any(|(m, _)| m == k))
                 .collect();
             c.notes.push(format!(
-                "larger groups, the job without each node in turn ({rounds}): without {} not \
-                 measured, not named",
+                "larger groups: the job without each node in turn ({rounds}): without {} not \
+                 measured (hung or failed), not named",
                 hosts(topo, &missing)
             ));
             return;
@@ -140,5 +140,101 @@ impl LeaveOut {
                 cx.th.min_drop * 100.0
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::RoundRecord;
+    use crate::seam::GroupOutcome;
+    use crate::stats::Thresholds;
+
+    /// Runs the job without each node, reading `busbw[k]` for the group without node k
+    /// (`None`: the group hung), and concludes.
+    fn run(busbw: &[Option<f64>]) -> (Conclusion, Vec<Round>) {
+        let topo = Topology::uniform(busbw.len(), 1);
+        let th = Thresholds::default();
+        let mut lo = LeaveOut::new(&topo).expect("4 or 5 nodes");
+        let mut history: Vec<RoundRecord> = Vec::new();
+        loop {
+            let cx = Context {
+                topo: &topo,
+                history: &history,
+                th: &th,
+            };
+            let Some(round) = lo.next_round(&cx) else {
+                break;
+            };
+            let Subject::AllBut(k) = round.groups[0].subject else {
+                panic!("{round:?}");
+            };
+            let outcome = busbw[k].map_or(GroupOutcome::Hung, |busbw| GroupOutcome::Measured {
+                busbw,
+                time_us: 1.0,
+            });
+            history.push(RoundRecord {
+                round,
+                outcomes: vec![outcome],
+                judged: Vec::new(),
+                wall_s: 0.1,
+            });
+        }
+        let cx = Context {
+            topo: &topo,
+            history: &history,
+            th: &th,
+        };
+        let mut c = Conclusion::default();
+        lo.conclude(&cx, None, &mut c);
+        (c, history.into_iter().map(|r| r.round).collect())
+    }
+
+    #[test]
+    fn only_small_jobs_leave_one_node_out() {
+        assert!(LeaveOut::new(&Topology::uniform(3, 8)).is_none());
+        assert!(LeaveOut::new(&Topology::uniform(6, 1)).is_none());
+        let (_, rounds) = run(&[Some(1.0); 5]);
+        assert_eq!(rounds.len(), 5);
+        for (k, r) in rounds.iter().enumerate() {
+            assert_eq!(r.groups.len(), 1);
+            assert_eq!(r.groups[0].ranks.len(), 4);
+            assert!(!r.groups[0].ranks.contains(&k), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn the_node_whose_absence_makes_the_job_fast_is_named() {
+        let (c, _) = run(&[Some(0.60), Some(0.95), Some(0.62), Some(0.58)]);
+        assert_eq!(c.verdicts.len(), 1, "{c:?}");
+        let v = &c.verdicts[0];
+        assert_eq!(v.culprit, Culprit::Node { node: 1 });
+        assert!((v.ratio.unwrap() - 0.60 / 0.95).abs() < 1e-9);
+        assert!(
+            v.evidence.contains("without node002 0.95")
+                && v.evidence
+                    .contains("every group holding node002 ran at 0.61-0.65x"),
+            "{}",
+            v.evidence
+        );
+        assert_eq!(v.rounds, vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn borderline_or_missing_readings_name_nobody() {
+        // The job without node004 ran within the clear margin of the best: nobody.
+        let (c, _) = run(&[Some(0.70), Some(0.95), Some(0.75), Some(0.90)]);
+        assert!(c.verdicts.is_empty(), "{c:?}");
+        assert!(
+            c.notes[0].contains("no node's absence made the job clearly faster"),
+            "{c:?}"
+        );
+        // All alike: nobody.
+        let (c, _) = run(&[Some(0.5); 4]);
+        assert!(c.verdicts.is_empty() && c.notes.len() == 1, "{c:?}");
+        // A group that did not finish: the readings are incomplete, nobody is named.
+        let (c, _) = run(&[Some(0.60), Some(0.95), None, Some(0.58)]);
+        assert!(c.verdicts.is_empty(), "{c:?}");
+        assert!(c.notes[0].contains("without node003 not measured"), "{c:?}");
     }
 }
