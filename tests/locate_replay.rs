@@ -92,7 +92,13 @@ fn replay_on(doc: &LocateJson, topo: Topology) -> (Report, Vec<String>) {
 
 #[test]
 fn the_gpu_runs_replay_to_the_verdicts_recorded() {
-    for (dir, n) in [("run1/loc4", 4), ("run1/loc8", 8), ("run2", 4), ("run2", 8)] {
+    for (dir, n) in [
+        ("run1/loc4", 4),
+        ("run1/loc8", 8),
+        ("run2", 4),
+        ("run2", 8),
+        ("run3", 4),
+    ] {
         for case in ["starve", "pause", "healthy"] {
             let case = format!("{case}-{n}");
             for (i, (doc, _)) in records(dir, &case, n).iter().enumerate() {
