@@ -24,7 +24,8 @@
 # PERIOD_MS, LOCATE_JOB_LEVEL (pause: the job-level slowdown is measured for the pause only;
 # all: for both), LOCATE_CORE (3) the busy core, LOCATE_L8 (mpirun; slurm: the non-MPI build),
 # LOCATE_ITERS (10) the --locate-iters of every run (a group's window: 10 of 16 MiB is about
-# 0.25 s at 4 ranks, 2-3 periods of the pause), LOCATE_LIMIT (150 s per run), LOCATE_DRY=1 (print the commands only; no GPU needed).
+# 0.25 s at 4 ranks, 2-3 periods of the pause), LOCATE_LIMIT (150 s per run), LOCATE_DRY=1
+# (print the commands only; no GPU needed).
 # Needs: bash, awk, taskset, sleep with fractions (GNU coreutils), and what ci/vcluster.sh needs.
 set -u
 [ $# -eq 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2; }

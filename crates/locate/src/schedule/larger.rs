@@ -175,12 +175,7 @@ impl Larger {
 
     /// The node named, or a note on how far the larger groups went.
     pub fn conclude(&self, cx: &Context, job: Option<&JobCheck>, c: &mut Conclusion) {
-        let job = job.map_or(String::new(), |j| {
-            format!(
-                "the full job ran at {:.2}x of its pairs, which named nobody; ",
-                j.ratio
-            )
-        });
+        let job = job_lead(job);
         let trail = self.trail.join("; ");
         match (&self.step, self.last) {
             (Step::Named(node), Some((state, ratio))) => c.verdicts.push(Verdict {
@@ -209,6 +204,16 @@ impl Larger {
             }
         }
     }
+}
+
+/// How a verdict of the larger groups begins: the job against its pairs, when it was measured.
+pub(super) fn job_lead(job: Option<&JobCheck>) -> String {
+    job.map_or(String::new(), |j| {
+        format!(
+            "the full job ran at {:.2}x of its pairs, which named nobody; ",
+            j.ratio
+        )
+    })
 }
 
 /// The larger groups of a job: halves from 6 nodes, the job without each node at 4 or 5.

@@ -13,6 +13,7 @@ use super::super::round::{Phase, Role, Round, RoundBuilder, Subject, hosts};
 use super::super::stats::median;
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, Verdict, span};
+use super::larger::job_lead;
 use super::{Conclusion, Context};
 
 /// The fewest nodes: with 3, the job without one node is a pair.
@@ -69,12 +70,7 @@ impl LeaveOut {
     /// The node whose absence made the job clearly faster, or a note with the readings.
     pub fn conclude(&self, cx: &Context, job: Option<&JobCheck>, c: &mut Conclusion) {
         let topo = cx.topo;
-        let head = job.map_or(String::new(), |j| {
-            format!(
-                "the full job ran at {:.2}x of its pairs, which named nobody; ",
-                j.ratio
-            )
-        });
+        let head = job_lead(job);
         let rounds = match (self.rounds.first(), self.rounds.last()) {
             (Some(a), Some(b)) if a != b => format!("rounds {a}-{b}"),
             (Some(a), _) => format!("round {a}"),
@@ -105,7 +101,7 @@ impl LeaveOut {
             .filter(|(k, _)| *k != best)
             .map(|(_, v)| *v / top)
             .collect();
-        let (Some(mid), Some(worst_ok)) = (
+        let (Some(mid), Some(closest)) = (
             median(&others),
             others.iter().copied().max_by(f64::total_cmp),
         ) else {
@@ -124,7 +120,7 @@ impl LeaveOut {
             topo.host(best),
             span(&others)
         );
-        if mid < 1.0 - cx.th.min_drop && worst_ok < cx.th.clean_ratio() {
+        if mid < 1.0 - cx.th.min_drop && closest < cx.th.clean_ratio() {
             c.verdicts.push(Verdict {
                 culprit: Culprit::Node { node: best },
                 state: State::Slow,
