@@ -8,7 +8,7 @@ use nccl_perf_locate::round::{NO_COLOUR, Subject};
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::stats::Thresholds;
 use nccl_perf_locate::topology::Topology;
-use nccl_perf_locate::verdict::Culprit;
+use nccl_perf_locate::verdict::{Culprit, times};
 use nccl_perf_locate::{Config, run_schedule};
 use oracle::locate_model::{Fault, ModelCluster};
 
@@ -219,5 +219,55 @@ fn one_gpu_per_node_as_the_gpu_check_runs_it() {
                 report.verdicts
             );
         }
+    }
+}
+
+/// A link slow again whose ends both read clean has each end re-paired once more: an end that
+/// stalls in that window (a node slow now and then) makes the verdict "the node or the link",
+/// with the readings; ends clean twice leave the link named.
+#[test]
+fn a_link_is_named_only_when_its_ends_read_clean_twice() {
+    let topo = Topology::uniform(4, 1);
+    let link = Fault::SlowLink {
+        a: 1,
+        b: 3,
+        factor: 0.6,
+    };
+    for seed in 1..=5u64 {
+        let mut model = ModelCluster::new(topo.clone(), seed).with_fault(link.clone());
+        let (report, named_now) = named(&mut model, &topo, &config(Kind::Full));
+        assert_eq!(named_now, [Culprit::link(1, 3)], "seed {seed}");
+        let ends_round = report.rounds.len();
+        let evidence = &report.verdicts[0].evidence;
+        assert!(
+            evidence.contains(&format!(
+                "each end once more with a known-good node: {}+",
+                topo.host(1)
+            )) && evidence.contains(&format!("in round {ends_round}")),
+            "seed {seed}: {evidence}"
+        );
+        // The same run with node 1 at 0.88x in that round only: under the clear margin.
+        let mut model = ModelCluster::new(topo.clone(), seed)
+            .with_fault(link.clone())
+            .with_fault(Fault::Blip {
+                node: 1,
+                round: ends_round,
+                factor: 0.88,
+            });
+        let (report, named_now) = named(&mut model, &topo, &config(Kind::Full));
+        assert_eq!(
+            named_now,
+            [Culprit::NodeOrLink { node: 1, other: 3 }],
+            "seed {seed}: {:?}",
+            report.verdicts
+        );
+        let evidence = &report.verdicts[0].evidence;
+        assert!(
+            evidence.ends_with(&format!(
+                "short of the clear margin ({}): the node or the link",
+                times(Thresholds::default().clean_ratio())
+            )),
+            "seed {seed}: {evidence}"
+        );
     }
 }

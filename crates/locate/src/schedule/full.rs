@@ -100,10 +100,10 @@ impl Schedule for Full {
 
     fn conclude(&self, cx: &Context) -> Conclusion {
         let mut c = match &self.followup {
-            Some(f) => f.conclude(cx.topo),
+            Some(f) => f.conclude(cx),
             None => {
                 let (nodes, links, good) = suspects(cx);
-                Followup::new(cx.topo, nodes, links, good).conclude(cx.topo)
+                Followup::new(cx.topo, nodes, links, good).conclude(cx)
             }
         };
         for (x, partners) in self.hung_with.iter().enumerate() {

@@ -337,7 +337,7 @@ impl Schedule for Quick {
             return c;
         }
         if let Stage::Follow(f) = &self.stage {
-            return f.conclude(cx.topo);
+            return f.conclude(cx);
         }
         // Stopped before the re-pairing finished, or no pair was healthy: each slow pair is
         // named as a pair, which is as far as the rounds go.
