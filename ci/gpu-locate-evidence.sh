@@ -71,13 +71,11 @@ exec "$@"
 EOF
 chmod +x "$WRAP"
 
-BUSY=()
+# shellcheck source=ci/locate-lib.sh
+. "$(dirname "$0")/locate-lib.sh"
 PAUSER=
 stop_all() {
-  local p
-  for p in "${BUSY[@]+"${BUSY[@]}"}"; do kill "$p" 2> /dev/null; done
-  for p in "${BUSY[@]+"${BUSY[@]}"}"; do wait "$p" 2> /dev/null; done
-  BUSY=()
+  busy_stop
   if [ -n "$PAUSER" ]; then
     kill "$PAUSER" 2> /dev/null
     wait "$PAUSER" 2> /dev/null
@@ -85,13 +83,6 @@ stop_all() {
   fi
 }
 trap stop_all EXIT
-busy_start() {
-  local i
-  for i in 1 2 3; do
-    taskset -c "$CORE" sh -c 'while :; do :; done' &
-    BUSY+=($!)
-  done
-}
 
 # pause_rank DIR R: in the background, once rank R's pid file is there, stops and continues
 # that process at the duty cycle until it ends (always leaving it continued).
@@ -132,18 +123,13 @@ run() {
     echo 0 > "$L/$name.rc"
     return
   fi
-  [ "$how" = starve ] && busy_start
+  [ "$how" = starve ] && busy_start "$CORE"
   [ "$how" = pause ] && pause_rank "$dir" "$slow"
   timeout -k 5 "$LIMIT" "$V" -n "$n" -l "$l" -d "$dir" "${env[@]+"${env[@]}"}" \
     -- "$WRAP" "$@" > "$L/$name.out" 2> "$L/$name.err"
   echo $? > "$L/$name.rc"
   stop_all
-  local f p
-  for f in "$dir"/rank*.pid; do
-    [ -f "$f" ] || continue
-    p=$(cat "$f")
-    kill -0 "$p" 2> /dev/null && { kill -CONT "$p"; kill -KILL "$p"; } 2> /dev/null
-  done
+  reap_ranks "$dir"
 }
 rc() { cat "$L/$1.rc" 2> /dev/null || echo none; }
 avg() { awk '/^# Avg bus bandwidth/ { print $NF }' "$L/$1.out" 2> /dev/null; }

@@ -68,20 +68,8 @@ exec "$@"
 EOF
 chmod +x "$WRAP"
 
-BUSY=()
-busy_start() {
-  local i
-  for i in 1 2 3; do
-    taskset -c "$CORE" sh -c 'while :; do :; done' &
-    BUSY+=($!)
-  done
-}
-busy_stop() {
-  local p
-  for p in "${BUSY[@]+"${BUSY[@]}"}"; do kill "$p" 2> /dev/null; done
-  for p in "${BUSY[@]+"${BUSY[@]}"}"; do wait "$p" 2> /dev/null; done
-  BUSY=()
-}
+# shellcheck source=ci/locate-lib.sh
+. "$(dirname "$0")/locate-lib.sh"
 trap busy_stop EXIT
 
 # run NAME LAUNCHER N BIN [ARGS...]: one vcluster job, stdout in W/NAME.out, stderr in
@@ -100,13 +88,7 @@ run() {
   timeout -k 5 "$LIMIT" "$V" -n "$n" -l "$l" -d "$W/$name.d" "${opts[@]+"${opts[@]}"}" \
     -- "$WRAP" "$@" > "$W/$name.out" 2> "$W/$name.err"
   echo $? > "$W/$name.rc"
-  # Ranks a timeout left behind (their pids are the ones vcluster recorded).
-  local f p
-  for f in "$W/$name.d"/rank*.pid; do
-    [ -f "$f" ] || continue
-    p=$(cat "$f")
-    kill -0 "$p" 2> /dev/null && { kill -CONT "$p"; kill -KILL "$p"; } 2> /dev/null
-  done
+  reap_ranks "$W/$name.d" # ranks a timeout left behind
 }
 rc() { cat "$W/$1.rc" 2> /dev/null || echo none; }
 suspects() { grep '^# locate suspect: ' "$W/$1.out" 2> /dev/null; }
@@ -133,7 +115,7 @@ series() {
       slow=$((1 + (i - 1) % (n - 1)))
       VENV=("SLOW_RANK=$slow" "SLOW_CORE=$CORE")
       [ -n "$others" ] && VENV+=("OTHER_CORES=$others")
-      [ -z "$DRY" ] && busy_start
+      [ -z "$DRY" ] && busy_start "$CORE"
     else
       slow=-
       VENV=()
@@ -249,7 +231,7 @@ want hang-transient && hang_transient
 split_groups() {
   local name=split-groups
   VENV=("NCCL_TESTS_SPLIT=DIV 2" "SLOW_RANK=3" "SLOW_CORE=$CORE")
-  [ -z "$DRY" ] && busy_start
+  [ -z "$DRY" ] && busy_start "$CORE"
   run "$name" slurm 4 "$D/all_reduce_perf" -b 1M -e 16M -f 4 -n 5 -w 1 -c 0 -J "$W/$name.json"
   busy_stop
   [ -n "$DRY" ] && { note "PASS $name: dry run"; return; }
@@ -269,7 +251,7 @@ want split-groups && split_groups
 views() {
   local name=perit
   VENV=("SLOW_RANK=2" "SLOW_CORE=$CORE")
-  [ -z "$DRY" ] && busy_start
+  [ -z "$DRY" ] && busy_start "$CORE"
   run "$name" slurm 4 "$D/all_reduce_perf" -b 1M -e 16M -f 4 -n 20 -w 1 -c 0 -I 1 \
     -J "$W/$name.json"
   busy_stop
@@ -291,7 +273,7 @@ want views && views
 plot() {
   local name=plot
   VENV=("SLOW_RANK=1" "SLOW_CORE=$CORE")
-  [ -z "$DRY" ] && busy_start
+  [ -z "$DRY" ] && busy_start "$CORE"
   run "$name" slurm 4 "$D/all_reduce_perf" "${BENCH[@]}" "${LOC[@]}" --locate-min-drop 0.3 --locate-json "$W/locate.json"
   busy_stop
   [ -n "$DRY" ] && { note "PASS plot: dry run"; return; }
