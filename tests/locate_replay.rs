@@ -219,3 +219,22 @@ fn the_healthy_8_rank_job_line_says_it_ran_on_one_machine() {
     }
     assert!(halves > 0);
 }
+
+#[test]
+fn a_lean_never_prints_its_reading_equal_to_the_floor_it_is_not_below() {
+    // Run2's pause-4-3 printed "vnode3 0.85x ... not below 0.85x" (0.8504 against 0.85).
+    let (doc, _) = records("run2", "pause-4", 4).swap_remove(2);
+    let note = lean(&doc, doc.thresholds.min_drop).expect("a lean");
+    let reading = note
+        .split_once("vnode3 ")
+        .and_then(|(_, r)| r.split_once("x ("))
+        .map(|(r, _)| r.to_string())
+        .expect("vnode3's reading");
+    let floor = note
+        .split_once("not below ")
+        .and_then(|(_, r)| r.split_once("x:"))
+        .map(|(r, _)| r.to_string())
+        .expect("the floor");
+    assert_ne!(reading, floor, "{note}");
+    assert!(reading.starts_with("0.85") && reading.len() == 5, "{note}");
+}

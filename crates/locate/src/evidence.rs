@@ -94,17 +94,27 @@ pub fn leaning(history: &[RoundRecord], topo: &Topology, th: &Thresholds) -> Opt
         return None;
     }
     low.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let floor = 1.0 - reference.needed_drop(th);
+    // Three decimals where two would print a reading equal to the floor it is not below.
+    let digits = if low
+        .iter()
+        .take(3)
+        .any(|l| format!("{:.2}", l.1) == format!("{floor:.2}"))
+    {
+        3
+    } else {
+        2
+    };
     let nodes: Vec<String> = low
         .iter()
         .take(3)
-        .map(|&(i, ratio, pairs)| format!("{} {ratio:.2}x ({pairs} pairs)", topo.host(i)))
+        .map(|&(i, ratio, pairs)| format!("{} {ratio:.digits$}x ({pairs} pairs)", topo.host(i)))
         .collect();
     Some(format!(
-        "leaning: {} of the median node, under the clear margin ({:.2}x) but not below {:.2}x: \
-         weak evidence, not named",
+        "leaning: {} of the median node, under the clear margin ({:.2}x) but not below \
+         {floor:.digits$}x: weak evidence, not named",
         nodes.join(", "),
         th.clean_ratio(),
-        1.0 - reference.needed_drop(th)
     ))
 }
 
