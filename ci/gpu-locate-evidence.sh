@@ -24,7 +24,8 @@
 # PERIOD_MS, LOCATE_JOB_LEVEL (pause: the job-level slowdown is measured for the pause only;
 # all: for both), LOCATE_CORE (3) the busy core, LOCATE_L8 (mpirun; slurm: the non-MPI build),
 # LOCATE_ITERS (10) the --locate-iters of every run (a group's window: 10 of 16 MiB is about
-# 0.25 s at 4 ranks, 2-3 periods of the pause), LOCATE_LIMIT (150 s per run), LOCATE_DRY=1
+# 0.25 s at 4 ranks, 2-3 periods of the pause), LOCATE_WINDOW (unset) the --locate-window of
+# every run, LOCATE_LIMIT (150 s per run), LOCATE_DRY=1
 # (print the commands only; no GPU needed).
 # Needs: bash, awk, taskset, sleep with fractions (GNU coreutils), and what ci/vcluster.sh needs.
 set -u
@@ -54,6 +55,7 @@ seconds() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # As ci/gpu-locate.sh: one row for the table, then groups of 16 MiB all_reduce.
 BENCH=(-b 16M -e 16M -n 5 -w 1 -c 0)
 LOC=(--locate quick --locate-size 16M --locate-iters "${LOCATE_ITERS:-10}" --locate-deadline 30)
+[ -n "${LOCATE_WINDOW:-}" ] && LOC+=(--locate-window "$LOCATE_WINDOW")
 
 # Every rank runs this wrapper: the rank SLOW_RANK pinned to SLOW_CORE (starve); with
 # OTHER_CORES, the others kept off that core.

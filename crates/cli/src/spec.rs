@@ -270,6 +270,8 @@ pub const OPTIONS: &[Spec] = &[
         "Message size of every --locate group's measurement, K/M/G suffixes"),
     ours("locate-iters", "N", Integer, Is("20"),
         "Timed operations per --locate group (after -w warm-up operations, at least 1)"),
+    ours("locate-window", "SECONDS", Number, Is("0"),
+        "Time every --locate group for about this many seconds at least: more timed operations than --locate-iters where the job's own row says they are short (a node that stalls now and then needs a window of several of its periods); 0: --locate-iters alone"),
     ours("locate-deadline", "SECONDS", Number, Is("60"),
         "A --locate group without a result this many seconds after its round started is hung, and its communicator aborted"),
     ours("locate-threshold", "K", Number, Is("5"),

@@ -173,6 +173,7 @@ fn locate(o: &Options) -> Vec<String> {
         schedule: _,
         size: _,
         iters: _,
+        window: _,
         deadline: _,
         thresholds: _,
         seed: _,
@@ -187,6 +188,7 @@ fn locate(o: &Options) -> Vec<String> {
             l.size.map_or_else(|| "default".to_string(), size)
         ),
         format!("--locate-iters {}", l.iters),
+        format!("--locate-window {}", l.window),
         format!("--locate-deadline {}", l.deadline.as_secs_f64()),
         format!("--locate-threshold {}", t.mad_k),
         format!("--locate-min-drop {}", t.min_drop),

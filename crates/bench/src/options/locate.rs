@@ -22,6 +22,9 @@ pub struct LocateOptions {
     pub size: Option<u64>,
     /// `--locate-iters`: timed operations per group.
     pub iters: u32,
+    /// `--locate-window`: the least time every group is timed for (0: `iters` alone); the
+    /// count that takes is estimated from the job's own row ([`window_iters`]).
+    pub window: f64,
     /// `--locate-deadline`: how long a group may take from the start of its round.
     pub deadline: Duration,
     /// `--locate-threshold`, `--locate-min-drop`, `--locate-min-busbw`.
@@ -117,7 +120,14 @@ pub(super) fn read(
         }
     };
     let iters = r.int_at_least("locate-iters", 1)?;
+    let window = number(r, "locate-window")?.unwrap_or(0.0);
     let deadline = number(r, "locate-deadline")?.unwrap_or(60.0);
+    if !(0.0..=3_600.0).contains(&window) || window >= deadline {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {window} for --locate-window: give seconds from 0 up to an hour, \
+             below --locate-deadline ({deadline} s)"
+        )));
+    }
     if !(deadline > 0.0 && deadline <= 86_400.0) {
         return Err(OptionsError::Invalid(format!(
             "invalid value {deadline} for --locate-deadline: give seconds above 0 (at most a day)"
@@ -152,10 +162,47 @@ pub(super) fn read(
         schedule,
         size,
         iters: u32::try_from(iters).unwrap_or(u32::MAX),
+        window,
         deadline: Duration::from_secs_f64(deadline),
         thresholds,
         seed,
         lines,
         json,
     }))
+}
+
+/// Timed operations for a window of at least `window` seconds when one operation takes about
+/// `seconds`, and never fewer than `iters` (`--locate-iters`); `iters` when the window is off
+/// or the estimate unusable. Capped at a million operations.
+pub fn window_iters(iters: u32, window: f64, seconds: Option<f64>) -> u32 {
+    let Some(t) = seconds.filter(|t| t.is_finite() && *t > 0.0) else {
+        return iters;
+    };
+    if window.is_nan() || window <= 0.0 {
+        return iters;
+    }
+    let needed = (window / t).ceil().min(1e6) as u32;
+    iters.max(needed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window_iters;
+
+    #[test]
+    fn the_window_raises_the_count_and_never_lowers_it() {
+        // 25 ms an operation: 40 of them fill a second.
+        assert_eq!(window_iters(10, 1.0, Some(0.025)), 40);
+        assert_eq!(window_iters(10, 1.0, Some(0.0251)), 40);
+        assert_eq!(window_iters(10, 1.0, Some(0.0249)), 41);
+        // Long operations: --locate-iters is the floor.
+        assert_eq!(window_iters(20, 1.0, Some(0.5)), 20);
+        // Off, or nothing to estimate from.
+        assert_eq!(window_iters(20, 0.0, Some(0.001)), 20);
+        assert_eq!(window_iters(20, 1.0, None), 20);
+        assert_eq!(window_iters(20, 1.0, Some(0.0)), 20);
+        assert_eq!(window_iters(20, 1.0, Some(f64::NAN)), 20);
+        // Tiny operations: capped.
+        assert_eq!(window_iters(20, 3600.0, Some(1e-9)), 1_000_000);
+    }
 }

@@ -7,7 +7,7 @@ mod locate;
 mod modes;
 
 pub use explain::ExplainOptions;
-pub use locate::{DEFAULT_SIZE_CAP, LocateOptions};
+pub use locate::{DEFAULT_SIZE_CAP, LocateOptions, window_iters};
 pub use modes::{Average, Blocking, Graph};
 
 use crate::cli::{DefaultValue, RawArgs, spec};

@@ -274,6 +274,7 @@ fn locate_options_and_their_defaults() {
     assert_eq!(l.schedule, crate::locate::schedule::Kind::Quick);
     assert_eq!((l.size, l.iters, l.seed, l.lines), (None, 20, 1, 64));
     assert_eq!(l.deadline, std::time::Duration::from_secs(60));
+    assert_eq!(l.window, 0.0);
     assert_eq!(l.thresholds, crate::locate::stats::Thresholds::default());
     assert_eq!(l.json, None);
     assert_eq!(l.size_for(1 << 30), 256 << 20);
@@ -288,6 +289,8 @@ fn locate_options_and_their_defaults() {
         "5",
         "--locate-deadline",
         "2.5",
+        "--locate-window",
+        "1.5",
         "--locate-threshold",
         "3",
         "--locate-min-drop",
@@ -308,6 +311,7 @@ fn locate_options_and_their_defaults() {
     assert_eq!(l.schedule, crate::locate::schedule::Kind::Nodes);
     assert_eq!((l.size, l.iters, l.seed, l.lines), (Some(4 << 20), 5, 7, 8));
     assert_eq!(l.deadline, std::time::Duration::from_millis(2500));
+    assert_eq!(l.window, 1.5);
     assert_eq!(
         (
             l.thresholds.mad_k,
@@ -365,6 +369,26 @@ fn locate_options_are_refused_when_they_cannot_do_what_they_say() {
         "at least 1 byte",
     );
     invalid(&["--locate", "full", "--locate-size", "1G"], "above -e");
+    invalid(
+        &["--locate", "full", "--locate-window", "-1"],
+        "invalid value -1 for --locate-window",
+    );
+    invalid(
+        &["--locate", "full", "--locate-window", "nan"],
+        "not a number",
+    );
+    invalid(
+        &[
+            "--locate",
+            "full",
+            "--locate-window",
+            "5",
+            "--locate-deadline",
+            "5",
+        ],
+        "below --locate-deadline (5 s)",
+    );
+    invalid(&["--locate-window", "1"], "--locate-window needs --locate");
     invalid(
         &["--locate", "full", "--locate-json", ""],
         "needs a file name",

@@ -20,6 +20,7 @@ use crate::gpu::nccl::{Nccl, UniqueId};
 use crate::gpu::op::BoundOp;
 use crate::gpu::{Communicator, Gpu, Progress};
 use crate::locate::round::Round;
+use crate::options::window_iters;
 use crate::runner::Shape;
 use crate::runner::interrupt;
 use crate::types::{DataType, RedOp};
@@ -53,8 +54,13 @@ pub struct Plan<'a> {
     pub unalign: u64,
     /// Untimed operations first (at least one: it connects the ranks).
     pub warmup: u32,
-    /// Timed operations.
+    /// Timed operations, at least.
     pub iters: u32,
+    /// `--locate-window`: the least time a group is timed for (0: `iters` alone).
+    pub window: f64,
+    /// Rank 0's busbw of the job's row nearest the locate size (GB/s): what a group's time
+    /// per operation is estimated from for the window.
+    pub job_busbw: Option<f64>,
 }
 
 /// This rank's GPU in the rounds.
@@ -228,6 +234,10 @@ impl<'a> GpuLocal<'a> {
             step::bind(p.coll, Natives::of(self.nccl), &call, calls)
         })?;
         let op = b.finish();
+        // Every rank of the group gets the same count: from the same shared busbw and shape.
+        let (moved, factor) = p.coll.bandwidth(&s.counts, p.dt.size(), n);
+        let seconds = p.job_busbw.map(|bw| moved / 1e9 * factor / bw);
+        let iters = window_iters(p.iters, p.window, seconds).max(1);
         let mut rotation = op.rotation();
         let mut keep_waiting = || -> Result<bool> {
             self.watch()?;
@@ -246,7 +256,7 @@ impl<'a> GpuLocal<'a> {
             return Ok(None);
         }
         let start = Instant::now();
-        for _ in 0..p.iters.max(1) {
+        for _ in 0..iters {
             if !rotation.issue_next_polled(&mut keep_waiting)? {
                 return Ok(None);
             }
@@ -254,9 +264,7 @@ impl<'a> GpuLocal<'a> {
         if !self.drain(comm, deadline)? {
             return Ok(None);
         }
-        Ok(Some(
-            start.elapsed().as_secs_f64() * 1e6 / f64::from(p.iters.max(1)),
-        ))
+        Ok(Some(start.elapsed().as_secs_f64() * 1e6 / f64::from(iters)))
     }
 
     /// Waits until the GPU's stream is idle, checking `comm` for an error now and then;

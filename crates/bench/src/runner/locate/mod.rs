@@ -222,6 +222,15 @@ pub struct Job<'a> {
     pub job_busbw: Option<f64>,
 }
 
+/// The header's words for `--locate-window` (nothing when it is off).
+fn window_words(window: f64) -> String {
+    if window > 0.0 {
+        format!(" or more (a window of {window} s at least)")
+    } else {
+        String::new()
+    }
+}
+
 /// Runs locate after the table; the exit code (0, or 9 when a suspect is named).
 pub fn run_locate(job: &Job) -> Result<u8> {
     let Some(l) = &job.opts.locate else {
@@ -244,6 +253,12 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         .copied()
         .filter(|o| o.nccl_builtin().is_some())
         .unwrap_or(RedOp::Sum);
+    // Rank 0's value on every rank (with `-a 0` the ranks' own values differ, and every rank
+    // must plan the same rounds).
+    let shared = job
+        .boot
+        .allgather(job.job_busbw.map_or("none".into(), |v| v.to_string()))?;
+    let job_busbw = shared.first().and_then(|v| v.parse::<f64>().ok());
     let plan = Plan {
         coll,
         dt,
@@ -253,6 +268,8 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         unalign: job.opts.unalign.max(0) as u64,
         warmup: u32::try_from(job.opts.warmup_iters).unwrap_or(1),
         iters: l.iters,
+        window: l.window,
+        job_busbw,
     };
     let busbw = |n: usize, seconds: f64| {
         let s = crate::runner::Shape::of(coll, n, job.max_bytes, dt, op, 0, bytes);
@@ -264,7 +281,7 @@ pub fn run_locate(job: &Job) -> Result<u8> {
     if printing {
         say(&[format!(
             "# locate: schedule {}, {} nodes, {} ranks, {} B of {} {} per group, {} timed \
-             operations, deadline {} s",
+             operations{}, deadline {} s",
             l.schedule.name(),
             topo.nodes(),
             topo.world(),
@@ -272,17 +289,13 @@ pub fn run_locate(job: &Job) -> Result<u8> {
             dt.name(),
             coll.name(),
             l.iters,
+            window_words(l.window),
             l.deadline.as_secs_f64()
         )]);
         say(&[output::header()]);
     }
-    // Rank 0's value on every rank (with `-a 0` the ranks' own values differ, and every rank
-    // must plan the same rounds).
-    let shared = job
-        .boot
-        .allgather(job.job_busbw.map_or("none".into(), |v| v.to_string()))?;
     let config = crate::locate::Config {
-        job_busbw: shared.first().and_then(|v| v.parse::<f64>().ok()),
+        job_busbw,
         ..l.config()
     };
     let report = crate::locate::run_schedule(&mut rounds, &topo, &config, &mut |rec, t| {
