@@ -58,8 +58,10 @@ pub struct Plan<'a> {
     pub iters: u32,
     /// `--locate-window`: the least time a group is timed for (0: `iters` alone).
     pub window: f64,
-    /// Rank 0's busbw of the job's row nearest the locate size (GB/s): what a group's time
-    /// per operation is estimated from for the window.
+    /// The busbw a group's time per operation is estimated from for the window (GB/s): rank
+    /// 0's figure of the job's row nearest the locate size at first, then the highest any
+    /// group reached ([`Local::learn`]), so that a job slower than its groups does not shorten
+    /// their windows. The same on every rank.
     pub job_busbw: Option<f64>,
 }
 
@@ -365,6 +367,11 @@ impl Local for GpuLocal<'_> {
             part.stuck = !self.idle_after_abort();
         }
         Ok(part)
+    }
+
+    fn learn(&mut self, busbw: f64) {
+        let best = self.plan.job_busbw.map_or(busbw, |b| b.max(busbw));
+        self.plan.job_busbw = Some(best);
     }
 
     fn finish(&mut self, measured: bool) {

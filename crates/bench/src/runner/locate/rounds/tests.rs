@@ -63,6 +63,7 @@ struct Scripted {
     seen: fn(usize, usize, Option<usize>) -> Part,
     finished: Vec<bool>,
     rebuilds: Vec<bool>,
+    learned: Vec<f64>,
 }
 
 impl Local for Scripted {
@@ -78,6 +79,9 @@ impl Local for Scripted {
     }
     fn finish(&mut self, measured: bool) {
         self.finished.push(measured);
+    }
+    fn learn(&mut self, busbw: f64) {
+        self.learned.push(busbw);
     }
 }
 
@@ -128,6 +132,7 @@ fn run_four_ranks(
                         seen,
                         finished: Vec::new(),
                         rebuilds: Vec::new(),
+                        learned: Vec::new(),
                     };
                     let mut r = Rounds::new(local, &boot, Average::Mean, &bw);
                     let results: Vec<_> = rounds()
@@ -200,6 +205,8 @@ fn every_rank_gets_the_same_outcomes() {
         let hung_group = local.rank >= 2;
         assert_eq!(local.finished, [!hung_group, true]);
         assert_eq!(local.rebuilds, [false, false]);
+        // Every rank learns the same: each round's fastest group.
+        assert_eq!(local.learned, [2.0 / (1.5 * 1e-6), 2.0 / (2.0 * 1e-6)]);
     }
 }
 
@@ -234,6 +241,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
         seen: lost,
         finished: Vec::new(),
         rebuilds: Vec::new(),
+        learned: Vec::new(),
     };
     let mut r = Rounds::new(scripted, &boot, Average::Mean, &bw);
     let round = Round {
@@ -262,6 +270,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
             seen,
             finished: Vec::new(),
             rebuilds: Vec::new(),
+            learned: Vec::new(),
         },
         &boot,
         Average::Mean,
