@@ -1,5 +1,5 @@
 //! Locate's logic replayed on real measurements: the `--locate-json` records of the GPU runs
-//! in docs/results/vcluster-h200/locate-evidence/ (run1, run2: ranks posing as hosts on one H200,
+//! in docs/results/vcluster-h200/locate-evidence/ (run1 to run5: ranks posing as hosts on one H200,
 //! a rank CPU-starved, paused by signals, or none) are fed back, round by round, through
 //! today's planning and judging. The replay must plan the rounds the GPU ran and reach the
 //! verdicts recorded then; and the lean added since must say what it claims on real readings:
@@ -93,14 +93,19 @@ fn replay_on(doc: &LocateJson, topo: Topology) -> (Report, Vec<String>) {
 
 #[test]
 fn the_gpu_runs_replay_to_the_verdicts_recorded() {
-    for (dir, n) in [
-        ("run1/loc4", 4),
-        ("run1/loc8", 8),
-        ("run2", 4),
-        ("run2", 8),
-        ("run3", 4),
+    const ALL: &[&str] = &["starve", "pause", "healthy"];
+    for (dir, n, cases) in [
+        ("run1/loc4", 4, ALL),
+        ("run1/loc8", 8, ALL),
+        ("run2", 4, ALL),
+        ("run2", 8, ALL),
+        ("run3", 4, ALL),
+        ("run4", 4, &["pause"][..]),
+        ("run4", 8, &["pause", "healthy"][..]),
+        ("run5", 4, &["starve", "healthy"][..]),
+        ("run5", 8, &["starve"][..]),
     ] {
-        for case in ["starve", "pause", "healthy"] {
+        for case in cases {
             let case = format!("{case}-{n}");
             for (i, (doc, _)) in records(dir, &case, n).iter().enumerate() {
                 let what = format!("{case}-{}", i + 1);
