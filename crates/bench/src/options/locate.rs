@@ -122,6 +122,13 @@ pub(super) fn read(
     let iters = r.int_at_least("locate-iters", 1)?;
     let window = number(r, "locate-window")?.unwrap_or(0.0);
     let deadline = number(r, "locate-deadline")?.unwrap_or(60.0);
+    // The default (1 s: 10 periods of a 100 ms stall, docs/locate.md) never meets a short
+    // deadline: half of it at most.
+    let window = if r.given("locate-window")?.is_some() {
+        window
+    } else {
+        window.min(deadline / 2.0)
+    };
     if !(0.0..=3_600.0).contains(&window) || window >= deadline {
         return Err(OptionsError::Invalid(format!(
             "invalid value {window} for --locate-window: give seconds from 0 up to an hour, \

@@ -274,7 +274,7 @@ fn locate_options_and_their_defaults() {
     assert_eq!(l.schedule, crate::locate::schedule::Kind::Quick);
     assert_eq!((l.size, l.iters, l.seed, l.lines), (None, 20, 1, 64));
     assert_eq!(l.deadline, std::time::Duration::from_secs(60));
-    assert_eq!(l.window, 0.0);
+    assert_eq!(l.window, 1.0);
     assert_eq!(l.thresholds, crate::locate::stats::Thresholds::default());
     assert_eq!(l.json, None);
     assert_eq!(l.size_for(1 << 30), 256 << 20);
@@ -322,6 +322,19 @@ fn locate_options_and_their_defaults() {
     );
     assert_eq!(l.json.as_deref(), Some(std::path::Path::new("loc.json")));
     assert_eq!(l.size_for(1 << 30), 4 << 20);
+    // A short deadline, the window not given: half the deadline.
+    let l = parse(&["--locate", "full", "--locate-deadline", "1"])
+        .unwrap()
+        .options
+        .locate
+        .unwrap();
+    assert_eq!(l.window, 0.5);
+    let l = parse(&["--locate", "full", "--locate-window", "0"])
+        .unwrap()
+        .options
+        .locate
+        .unwrap();
+    assert_eq!(l.window, 0.0);
 }
 
 #[test]
