@@ -1,5 +1,5 @@
 //! Locate's logic replayed on real measurements: the `--locate-json` records of the GPU runs
-//! in docs/results/vcluster-h200/locate-evidence/ (run1 to run5: ranks posing as hosts on one H200,
+//! in docs/results/vcluster-h200/locate-evidence/ (run1 to run6: ranks posing as hosts on one H200,
 //! a rank CPU-starved, paused by signals, or none) are fed back, round by round, through
 //! today's planning and judging. The replay must plan the rounds the GPU ran and reach the
 //! verdicts recorded then; and the lean added since must say what it claims on real readings:
@@ -104,6 +104,8 @@ fn the_gpu_runs_replay_to_the_verdicts_recorded() {
         ("run4", 8, &["pause", "healthy"][..]),
         ("run5", 4, &["starve", "healthy"][..]),
         ("run5", 8, &["starve"][..]),
+        ("run6", 4, &["pause"][..]),
+        ("run6", 8, &["pause", "healthy"][..]),
     ] {
         for case in cases {
             let case = format!("{case}-{n}");
