@@ -23,7 +23,8 @@ pub struct LocateOptions {
     /// `--locate-iters`: timed operations per group.
     pub iters: u32,
     /// `--locate-window`: the least time every group is timed for (0: `iters` alone); the
-    /// count that takes is estimated from the job's own row ([`window_iters`]).
+    /// count that takes is estimated from the job's own row, then from the fastest group
+    /// measured ([`window_iters`]).
     pub window: f64,
     /// `--locate-deadline`: how long a group may take from the start of its round.
     pub deadline: Duration,
@@ -122,6 +123,11 @@ pub(super) fn read(
     let iters = r.int_at_least("locate-iters", 1)?;
     let window = number(r, "locate-window")?.unwrap_or(0.0);
     let deadline = number(r, "locate-deadline")?.unwrap_or(60.0);
+    if !(deadline > 0.0 && deadline <= 86_400.0) {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {deadline} for --locate-deadline: give seconds above 0 (at most a day)"
+        )));
+    }
     // The default (1 s: 10 periods of a 100 ms stall, docs/locate.md) never meets a short
     // deadline: half of it at most.
     let window = if r.given("locate-window")?.is_some() {
@@ -133,11 +139,6 @@ pub(super) fn read(
         return Err(OptionsError::Invalid(format!(
             "invalid value {window} for --locate-window: give seconds from 0 up to an hour, \
              below --locate-deadline ({deadline} s)"
-        )));
-    }
-    if !(deadline > 0.0 && deadline <= 86_400.0) {
-        return Err(OptionsError::Invalid(format!(
-            "invalid value {deadline} for --locate-deadline: give seconds above 0 (at most a day)"
         )));
     }
     let thresholds = Thresholds {

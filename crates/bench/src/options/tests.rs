@@ -263,14 +263,19 @@ fn zero_bytes_with_additive_step_and_single_size() {
     assert_eq!(parse(&["-N", "0"]).unwrap().options.run_cycles, None);
 }
 
-#[test]
-fn locate_options_and_their_defaults() {
-    assert_eq!(parse(&[]).unwrap().options.locate, None);
-    let l = parse(&["--locate", "quick", "-e", "1G"])
+/// The locate options of a command line that must parse and give `--locate`.
+fn locate_of(args: &[&str]) -> super::LocateOptions {
+    parse(args)
         .unwrap()
         .options
         .locate
-        .unwrap();
+        .expect("--locate options")
+}
+
+#[test]
+fn locate_options_and_their_defaults() {
+    assert_eq!(parse(&[]).unwrap().options.locate, None);
+    let l = locate_of(&["--locate", "quick", "-e", "1G"]);
     assert_eq!(l.schedule, crate::locate::schedule::Kind::Quick);
     assert_eq!((l.size, l.iters, l.seed, l.lines), (None, 20, 1, 64));
     assert_eq!(l.deadline, std::time::Duration::from_secs(60));
@@ -279,7 +284,7 @@ fn locate_options_and_their_defaults() {
     assert_eq!(l.json, None);
     assert_eq!(l.size_for(1 << 30), 256 << 20);
     assert_eq!(l.size_for(1 << 20), 1 << 20);
-    let l = parse(&[
+    let l = locate_of(&[
         "--locate=per-node",
         "-e",
         "64M",
@@ -303,11 +308,7 @@ fn locate_options_and_their_defaults() {
         "8",
         "--locate-json",
         "loc.json",
-    ])
-    .unwrap()
-    .options
-    .locate
-    .unwrap();
+    ]);
     assert_eq!(l.schedule, crate::locate::schedule::Kind::Nodes);
     assert_eq!((l.size, l.iters, l.seed, l.lines), (Some(4 << 20), 5, 7, 8));
     assert_eq!(l.deadline, std::time::Duration::from_millis(2500));
@@ -323,17 +324,9 @@ fn locate_options_and_their_defaults() {
     assert_eq!(l.json.as_deref(), Some(std::path::Path::new("loc.json")));
     assert_eq!(l.size_for(1 << 30), 4 << 20);
     // A short deadline, the window not given: half the deadline.
-    let l = parse(&["--locate", "full", "--locate-deadline", "1"])
-        .unwrap()
-        .options
-        .locate
-        .unwrap();
+    let l = locate_of(&["--locate", "full", "--locate-deadline", "1"]);
     assert_eq!(l.window, 0.5);
-    let l = parse(&["--locate", "full", "--locate-window", "0"])
-        .unwrap()
-        .options
-        .locate
-        .unwrap();
+    let l = locate_of(&["--locate", "full", "--locate-window", "0"]);
     assert_eq!(l.window, 0.0);
 }
 
@@ -355,7 +348,7 @@ fn locate_options_are_refused_when_they_cannot_do_what_they_say() {
     );
     invalid(
         &["--locate", "full", "--locate-deadline", "0"],
-        "--locate-deadline",
+        "invalid value 0 for --locate-deadline",
     );
     invalid(
         &["--locate", "full", "--locate-deadline", "abc"],

@@ -62,7 +62,7 @@ pub struct Plan<'a> {
     /// 0's figure of the job's row nearest the locate size at first, then the highest any
     /// group reached ([`Local::learn`]), so that a job slower than its groups does not shorten
     /// their windows. The same on every rank.
-    pub job_busbw: Option<f64>,
+    pub window_busbw: Option<f64>,
 }
 
 /// This rank's GPU in the rounds.
@@ -238,7 +238,7 @@ impl<'a> GpuLocal<'a> {
         let op = b.finish();
         // Every rank of the group gets the same count: from the same shared busbw and shape.
         let (moved, factor) = p.coll.bandwidth(&s.counts, p.dt.size(), n);
-        let seconds = p.job_busbw.map(|bw| moved / 1e9 * factor / bw);
+        let seconds = p.window_busbw.map(|bw| moved / 1e9 * factor / bw);
         let iters = window_iters(p.iters, p.window, seconds).max(1);
         let mut rotation = op.rotation();
         let mut keep_waiting = || -> Result<bool> {
@@ -370,8 +370,8 @@ impl Local for GpuLocal<'_> {
     }
 
     fn learn(&mut self, busbw: f64) {
-        let best = self.plan.job_busbw.map_or(busbw, |b| b.max(busbw));
-        self.plan.job_busbw = Some(best);
+        let best = self.plan.window_busbw.map_or(busbw, |b| b.max(busbw));
+        self.plan.window_busbw = Some(best);
     }
 
     fn finish(&mut self, measured: bool) {

@@ -269,7 +269,7 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         warmup: u32::try_from(job.opts.warmup_iters).unwrap_or(1),
         iters: l.iters,
         window: l.window,
-        job_busbw,
+        window_busbw: job_busbw,
     };
     let busbw = |n: usize, seconds: f64| {
         let s = crate::runner::Shape::of(coll, n, job.max_bytes, dt, op, 0, bytes);
