@@ -1,10 +1,9 @@
 //! Locate's logic replayed on real measurements: the `--locate-json` records of the GPU runs
-//! in docs/results/vcluster-h200/locate-evidence/ (run1 to run6: ranks posing as hosts on one H200,
-//! a rank CPU-starved, paused by signals, or none) are fed back, round by round, through
-//! today's planning and judging. The replay must plan the rounds the GPU ran and reach the
-//! verdicts recorded then; and the lean added since must say what it claims on real readings:
-//! the paused rank in every 4-rank run, nobody in the healthy ones.
-
+//! in docs/results/vcluster-h200/locate-evidence/ (ranks posing as hosts: run1 to run6 on one
+//! H200, run7 and run8 on one H100; a rank CPU-starved, paused by signals, or none) are fed
+//! back, round by round, through today's planning and judging. The replay must plan the rounds
+//! the GPU ran and reach the verdicts recorded then; and the lean added since must say what it
+//! claims on real readings: the paused rank in every 4-rank run, nobody in the healthy ones.
 mod locate_runs;
 
 use std::path::{Path, PathBuf};
@@ -106,6 +105,10 @@ fn the_gpu_runs_replay_to_the_verdicts_recorded() {
         ("run5", 8, &["starve"][..]),
         ("run6", 4, &["pause"][..]),
         ("run6", 8, &["pause", "healthy"][..]),
+        ("run7", 4, &["pause", "healthy"][..]),
+        ("run7", 8, &["pause"][..]),
+        ("run8", 4, &["starve"][..]),
+        ("run8", 8, &["starve", "healthy"][..]),
     ] {
         for case in cases {
             let case = format!("{case}-{n}");
@@ -244,4 +247,26 @@ fn a_lean_never_prints_its_reading_equal_to_the_floor_it_is_not_below() {
         .expect("the floor");
     assert_ne!(reading, floor, "{note}");
     assert!(reading.starts_with("0.85") && reading.len() == 5, "{note}");
+}
+
+#[test]
+fn the_default_window_runs_name_every_slowed_rank_and_nobody_when_healthy() {
+    // Run7 and run8 ran the shipped default window (1 s): the starved and paused ranks (the
+    // pause at 70 of 100 ms at 8 ranks, which slowed the job to 0.52x) were each named alone, 5
+    // of 5, and the healthy runs named nobody. Today's logic must say the same on their readings.
+    for (dir, case, n) in [
+        ("run7", "pause-4", 4),
+        ("run7", "healthy-4", 4),
+        ("run7", "pause-8", 8),
+        ("run8", "starve-4", 4),
+        ("run8", "starve-8", 8),
+        ("run8", "healthy-8", 8),
+    ] {
+        for (i, (doc, slowed)) in records(dir, case, n).iter().enumerate() {
+            let (report, lines) = replay(doc);
+            let named: Vec<_> = report.verdicts.iter().map(|v| v.culprit.clone()).collect();
+            let want: Vec<_> = slowed.iter().map(|&node| Culprit::Node { node }).collect();
+            assert_eq!(named, want, "{dir} {case}-{}: {lines:#?}", i + 1);
+        }
+    }
 }

@@ -13,6 +13,7 @@
 
 use super::rounds::{Local, Part};
 use super::share::Seen;
+use super::window::Basis;
 use crate::bootstrap::Bootstrap;
 use crate::collective::{Call, Collective, Natives, step};
 use crate::error::{Error, Result};
@@ -58,11 +59,9 @@ pub struct Plan<'a> {
     pub iters: u32,
     /// `--locate-window`: the least time a group is timed for (0: `iters` alone).
     pub window: f64,
-    /// The busbw a group's time per operation is estimated from for the window (GB/s): rank
-    /// 0's figure of the job's row nearest the locate size at first, then the highest any
-    /// group reached ([`Local::learn`]), so that a job slower than its groups does not shorten
-    /// their windows. The same on every rank.
-    pub window_busbw: Option<f64>,
+    /// Rank 0's busbw (GB/s) of the job's row nearest the locate size, the same on every
+    /// rank: what round 1's windows are estimated from ([`Basis`]).
+    pub job_busbw: Option<f64>,
 }
 
 /// This rank's GPU in the rounds.
@@ -71,6 +70,8 @@ pub struct GpuLocal<'a> {
     boot: &'a dyn Bootstrap,
     gpu: &'a Gpu,
     plan: Plan<'a>,
+    /// What the windows are estimated from; the same on every rank.
+    basis: Basis,
     world: Option<Communicator>,
     child: Option<Communicator>,
     /// When the waits last asked about the other processes.
@@ -90,6 +91,7 @@ impl<'a> GpuLocal<'a> {
             boot,
             gpu,
             plan,
+            basis: Basis::new(plan.job_busbw),
             world: None,
             child: None,
             watched: Cell::new(Instant::now()),
@@ -203,13 +205,13 @@ impl<'a> GpuLocal<'a> {
         }
     }
 
-    /// Warm-up and timed loop on `comm` as rank `rank` of `n`: the time per operation in µs,
-    /// `None` when the deadline passed first.
+    /// Warm-up and timed loop on `comm` as rank `rank` of `n`, the window estimated at
+    /// `busbw` GB/s: the time per operation in µs, `None` when the deadline passed first.
     fn measure(
         &self,
         comm: &Communicator,
-        rank: usize,
-        n: usize,
+        (rank, n): (usize, usize),
+        busbw: Option<f64>,
         deadline: Instant,
     ) -> Result<Option<f64>> {
         let p = &self.plan;
@@ -238,7 +240,7 @@ impl<'a> GpuLocal<'a> {
         let op = b.finish();
         // Every rank of the group gets the same count: from the same shared busbw and shape.
         let (moved, factor) = p.coll.bandwidth(&s.counts, p.dt.size(), n);
-        let seconds = p.window_busbw.map(|bw| moved / 1e9 * factor / bw);
+        let seconds = busbw.map(|bw| moved / 1e9 * factor / bw);
         let iters = window_iters(p.iters, p.window, seconds).max(1);
         let mut rotation = op.rotation();
         let mut keep_waiting = || -> Result<bool> {
@@ -325,10 +327,12 @@ impl Local for GpuLocal<'_> {
             return Ok(part);
         }
         let me = self.boot.world_rank();
-        let shape = group.and_then(|g| {
-            let ranks = &round.groups.get(g)?.ranks;
-            Some((g, ranks.len(), ranks.iter().position(|&r| r == me)?))
-        });
+        let ranks = group
+            .and_then(|g| round.groups.get(g))
+            .map(|g| &g.ranks[..]);
+        let shape = group
+            .zip(ranks)
+            .and_then(|(g, ranks)| Some((g, ranks.len(), ranks.iter().position(|&r| r == me)?)));
         let child = match self.split(shape.map(|(g, n, _)| (g, n)), deadline)? {
             Ok(c) => c,
             Err((expired, why)) => {
@@ -348,7 +352,8 @@ impl Local for GpuLocal<'_> {
         let (Some(comm), Some((_, n, rank))) = (child, shape) else {
             return Ok(part);
         };
-        let measured = self.measure(&comm, rank, n, deadline);
+        let busbw = self.basis.estimate(ranks.unwrap_or_default());
+        let measured = self.measure(&comm, (rank, n), busbw, deadline);
         self.child = Some(comm);
         part.seen = match measured {
             Ok(Some(time_us)) => Seen::Measured { time_us },
@@ -369,9 +374,8 @@ impl Local for GpuLocal<'_> {
         Ok(part)
     }
 
-    fn learn(&mut self, busbw: f64) {
-        let best = self.plan.window_busbw.map_or(busbw, |b| b.max(busbw));
-        self.plan.window_busbw = Some(best);
+    fn learn(&mut self, ranks: &[usize], busbw: f64) {
+        self.basis.learn(ranks, busbw);
     }
 
     fn finish(&mut self, measured: bool) {

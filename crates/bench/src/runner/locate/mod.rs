@@ -11,6 +11,7 @@
 mod gpu;
 mod rounds;
 mod share;
+mod window;
 
 use crate::bootstrap::{Bootstrap, peer_text};
 use crate::collective::Collective;
@@ -269,7 +270,7 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         warmup: u32::try_from(job.opts.warmup_iters).unwrap_or(1),
         iters: l.iters,
         window: l.window,
-        window_busbw: job_busbw,
+        job_busbw,
     };
     let busbw = |n: usize, seconds: f64| {
         let s = crate::runner::Shape::of(coll, n, job.max_bytes, dt, op, 0, bytes);

@@ -7,7 +7,7 @@ use super::share::{self, Report, Seen};
 use crate::bootstrap::Bootstrap;
 use crate::error::Error;
 use crate::locate::round::Round;
-use crate::locate::seam::{GroupOutcome, RoundResult, RoundRunner, Stop};
+use crate::locate::seam::{RoundResult, RoundRunner, Stop};
 use crate::options::Average;
 use std::time::{Duration, Instant};
 
@@ -44,9 +44,9 @@ pub trait Local {
     /// not called: the communicator goes with the local part.)
     fn finish(&mut self, measured: bool);
 
-    /// After every round: the highest busbw (GB/s) a group measured in it, the same on every
-    /// rank (from the shared reports); what later groups' windows are estimated from.
-    fn learn(&mut self, busbw: f64);
+    /// After every round, for each group that measured: its ranks and busbw (GB/s), the same
+    /// on every rank (from the shared reports); what later groups' windows are estimated from.
+    fn learn(&mut self, ranks: &[usize], busbw: f64);
 }
 
 /// The rounds of one rank: its [`Local`] part and the sharing of the reports.
@@ -150,13 +150,10 @@ impl<L: Local> RoundRunner for Rounds<'_, L> {
             .and_then(|g| combined.outcomes.get(g))
             .is_some_and(|o| o.busbw().is_some());
         self.local.finish(measured);
-        let best = combined
-            .outcomes
-            .iter()
-            .filter_map(GroupOutcome::busbw)
-            .fold(f64::NAN, f64::max);
-        if best.is_finite() && best > 0.0 {
-            self.local.learn(best);
+        for (g, outcome) in round.groups.iter().zip(&combined.outcomes) {
+            if let Some(busbw) = outcome.busbw() {
+                self.local.learn(&g.ranks, busbw);
+            }
         }
         self.rebuild = combined.rebuild_world;
         self.lost_in_a_row = if self.rebuild {

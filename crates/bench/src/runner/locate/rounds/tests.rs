@@ -63,7 +63,7 @@ struct Scripted {
     seen: fn(usize, usize, Option<usize>) -> Part,
     finished: Vec<bool>,
     rebuilds: Vec<bool>,
-    learned: Vec<f64>,
+    learned: Vec<(Vec<usize>, f64)>,
 }
 
 impl Local for Scripted {
@@ -80,8 +80,8 @@ impl Local for Scripted {
     fn finish(&mut self, measured: bool) {
         self.finished.push(measured);
     }
-    fn learn(&mut self, busbw: f64) {
-        self.learned.push(busbw);
+    fn learn(&mut self, ranks: &[usize], busbw: f64) {
+        self.learned.push((ranks.to_vec(), busbw));
     }
 }
 
@@ -205,8 +205,16 @@ fn every_rank_gets_the_same_outcomes() {
         let hung_group = local.rank >= 2;
         assert_eq!(local.finished, [!hung_group, true]);
         assert_eq!(local.rebuilds, [false, false]);
-        // Every rank learns the same: each round's fastest group.
-        assert_eq!(local.learned, [2.0 / (1.5 * 1e-6), 2.0 / (2.0 * 1e-6)]);
+        // Every rank learns the same: each group that measured, with its ranks (the hung one
+        // of round 1 is left out).
+        assert_eq!(
+            local.learned,
+            [
+                (vec![0, 1], 2.0 / (1.5 * 1e-6)),
+                (vec![0, 2], 2.0 / (2.0 * 1e-6)),
+                (vec![1, 3], 2.0 / (3.0 * 1e-6)),
+            ]
+        );
     }
 }
 
