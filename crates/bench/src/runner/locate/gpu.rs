@@ -70,6 +70,8 @@ pub struct GpuLocal<'a> {
     boot: &'a dyn Bootstrap,
     gpu: &'a Gpu,
     plan: Plan<'a>,
+    /// The collective's busbw (GB/s) of a group of `n` ranks taking `seconds` per operation.
+    busbw: &'a dyn Fn(usize, f64) -> f64,
     /// What the windows are estimated from; the same on every rank.
     basis: Basis,
     world: Option<Communicator>,
@@ -79,18 +81,21 @@ pub struct GpuLocal<'a> {
 }
 
 impl<'a> GpuLocal<'a> {
-    /// Rounds on `gpu` (its buffers and stream; this process' one GPU).
+    /// Rounds on `gpu` (its buffers and stream; this process' one GPU); `busbw(n, seconds)`
+    /// as the rounds judge groups by.
     pub fn new(
         nccl: &'static Nccl,
         boot: &'a dyn Bootstrap,
         gpu: &'a Gpu,
         plan: Plan<'a>,
+        busbw: &'a dyn Fn(usize, f64) -> f64,
     ) -> GpuLocal<'a> {
         GpuLocal {
             nccl,
             boot,
             gpu,
             plan,
+            busbw,
             basis: Basis::new(plan.job_busbw),
             world: None,
             child: None,
@@ -239,8 +244,8 @@ impl<'a> GpuLocal<'a> {
         })?;
         let op = b.finish();
         // Every rank of the group gets the same count: from the same shared busbw and shape.
-        let (moved, factor) = p.coll.bandwidth(&s.counts, p.dt.size(), n);
-        let seconds = busbw.map(|bw| moved / 1e9 * factor / bw);
+        // Busbw is inversely proportional to the time: one second's busbw over the target's.
+        let seconds = busbw.map(|bw| (self.busbw)(n, 1.0) / bw);
         let iters = window_iters(p.iters, p.window, seconds).max(1);
         let mut rotation = op.rotation();
         let mut keep_waiting = || -> Result<bool> {

@@ -277,7 +277,7 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         let (b, factor) = coll.bandwidth(&s.counts, dt.size(), n);
         b / 1e9 / seconds * factor
     };
-    let local = GpuLocal::new(job.nccl, job.boot, job.gpu, plan);
+    let local = GpuLocal::new(job.nccl, job.boot, job.gpu, plan, &busbw);
     let mut rounds = Rounds::new(local, job.boot, job.opts.average, &busbw);
     if printing {
         say(&[format!(
