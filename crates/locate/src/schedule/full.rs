@@ -9,7 +9,8 @@ use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::stats::median;
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, span, times};
-use super::followup::{Followup, LinkSuspect, NodeSuspect, node_or_link};
+use super::followup::{Followup, NodeSuspect};
+use super::link_check::{LinkSuspect, node_or_link};
 use super::{Conclusion, Context, Schedule, round_robin};
 
 /// The `full` schedule's state.

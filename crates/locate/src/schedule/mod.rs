@@ -13,6 +13,7 @@ mod followup;
 pub mod full;
 pub mod larger;
 pub mod leave_out;
+mod link_check;
 pub mod quick;
 pub mod round_robin;
 pub mod whole;

@@ -14,8 +14,9 @@ use super::super::rng::Rng;
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, Verdict};
-use super::followup::{Followup, LinkSuspect, NodeSuspect, node_or_link};
+use super::followup::{Followup, NodeSuspect};
 use super::full::Full;
+use super::link_check::{LinkSuspect, node_or_link};
 use super::{Conclusion, Context, Schedule};
 use crate::bisect::result_word;
 
