@@ -60,7 +60,7 @@ pub struct Plan<'a> {
     /// `--locate-window`: the least time a group is timed for (0: `iters` alone).
     pub window: f64,
     /// Rank 0's busbw (GB/s) of the job's row nearest the locate size, the same on every
-    /// rank: what round 1's windows are estimated from ([`Basis`]).
+    /// rank: the pace of a rank not measured yet, with the groups measured ([`Basis`]).
     pub job_busbw: Option<f64>,
 }
 
@@ -357,7 +357,10 @@ impl Local for GpuLocal<'_> {
         let (Some(comm), Some((_, n, rank))) = (child, shape) else {
             return Ok(part);
         };
-        let busbw = self.basis.estimate(ranks.unwrap_or_default());
+        // A calibrating pass times `--locate-iters` alone: it only learns the groups' pace.
+        let busbw = (!self.calibrating())
+            .then(|| self.basis.estimate(ranks.unwrap_or_default()))
+            .flatten();
         let measured = self.measure(&comm, (rank, n), busbw, deadline);
         self.child = Some(comm);
         part.seen = match measured {
@@ -381,6 +384,10 @@ impl Local for GpuLocal<'_> {
 
     fn learn(&mut self, ranks: &[usize], busbw: f64) {
         self.basis.learn(ranks, busbw);
+    }
+
+    fn calibrating(&self) -> bool {
+        self.plan.window > 0.0 && !self.basis.measured()
     }
 
     fn finish(&mut self, measured: bool) {

@@ -47,6 +47,11 @@ pub trait Local {
     /// After every round, for each group that measured: its ranks and busbw (GB/s), the same
     /// on every rank (from the shared reports); what later groups' windows are estimated from.
     fn learn(&mut self, ranks: &[usize], busbw: f64);
+
+    /// Whether the next round's part is a short pass that only learns the groups' pace (a
+    /// window is asked for and no group has been measured yet): the round then runs again
+    /// with windows from it. The same on every rank.
+    fn calibrating(&self) -> bool;
 }
 
 /// The rounds of one rank: its [`Local`] part and the sharing of the reports.
@@ -101,32 +106,13 @@ impl<'a, L: Local> Rounds<'a, L> {
     }
 }
 
-impl<L: Local> RoundRunner for Rounds<'_, L> {
-    fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop> {
-        if !self.stuck.is_empty() {
-            let ranks: Vec<String> = self.stuck.iter().map(|r| r.to_string()).collect();
-            return Err(Stop {
-                why: format!(
-                    "the GPU of rank {} stayed busy after its group was aborted; no more rounds \
-                     can run",
-                    ranks.join(",")
-                ),
-                lost: std::mem::take(&mut self.stuck),
-            });
-        }
-        if self.lost_in_a_row >= MAX_REBUILDS {
-            return Err(Stop::new(format!(
-                "the communicator the rounds are split from was lost in {MAX_REBUILDS} rounds in \
-                 a row (a split or its creation did not finish in time); no more rounds can run"
-            )));
-        }
-        let start = Instant::now();
+impl<L: Local> Rounds<'_, L> {
+    /// One pass of `round`: this rank's part by `deadline`, then every rank's report shared
+    /// and combined; the round's communicator is released and the groups' readings learned.
+    fn pass(&mut self, round: &Round, deadline: Instant) -> Result<share::Combined, Stop> {
         let me = self.boot.world_rank();
         let group = round.groups.iter().position(|g| g.ranks.contains(&me));
-        let part = match self
-            .local
-            .run_round(round, group, self.rebuild, start + deadline)
-        {
+        let part = match self.local.run_round(round, group, self.rebuild, deadline) {
             Ok(p) => p,
             // The others learn it from the bootstrap (this process ends after the verdict); the
             // round's communicator is aborted when the local part is dropped, after the verdict
@@ -161,7 +147,42 @@ impl<L: Local> RoundRunner for Rounds<'_, L> {
         } else {
             0
         };
-        self.stuck = combined.stuck;
+        self.stuck = combined.stuck.clone();
+        Ok(combined)
+    }
+}
+
+impl<L: Local> RoundRunner for Rounds<'_, L> {
+    fn run_round(&mut self, round: &Round, deadline: Duration) -> Result<RoundResult, Stop> {
+        if !self.stuck.is_empty() {
+            let ranks: Vec<String> = self.stuck.iter().map(|r| r.to_string()).collect();
+            return Err(Stop {
+                why: format!(
+                    "the GPU of rank {} stayed busy after its group was aborted; no more rounds \
+                     can run",
+                    ranks.join(",")
+                ),
+                lost: std::mem::take(&mut self.stuck),
+            });
+        }
+        if self.lost_in_a_row >= MAX_REBUILDS {
+            return Err(Stop::new(format!(
+                "the communicator the rounds are split from was lost in {MAX_REBUILDS} rounds in \
+                 a row (a split or its creation did not finish in time); no more rounds can run"
+            )));
+        }
+        let start = Instant::now();
+        let calibrating = self.local.calibrating();
+        let mut combined = self.pass(round, start + deadline)?;
+        // A short first pass only taught the groups' pace: the round proper runs again with
+        // windows from it, unless the pass already found something (a hang, a failure, a lost
+        // communicator), which is the round's result as it stands.
+        let clean = combined.outcomes.iter().all(|o| o.busbw().is_some())
+            && !combined.rebuild_world
+            && combined.stuck.is_empty();
+        if calibrating && clean {
+            combined = self.pass(round, Instant::now() + deadline)?;
+        }
         Ok(RoundResult {
             outcomes: combined.outcomes,
             wall_s: start.elapsed().as_secs_f64(),

@@ -1,11 +1,12 @@
 //! What a group's window (`--locate-window`) is estimated from: the busbw its operations would
-//! run at. Before any group has run, rank 0's row of the job nearest the locate size; then, for
-//! each rank of the group, the fastest group it was measured in so far, and for the group the
-//! slowest of those (a rank not yet measured counts at the fastest group of any round). A
+//! run at. For each rank of the group, the fastest group it was measured in so far, and for
+//! the group the slowest of those (a rank not yet measured counts at the fastest group of any
+//! round, or at rank 0's row of the job nearest the locate size before any group ran). A
 //! group holding a slow node is thus estimated at that node's pace and lasts about the window,
-//! not the window times its slowdown; a job slower than its groups does not shorten them
-//! either. Every rank learns the same figures (from the shared reports), so every rank of a
-//! group runs the same count.
+//! not the window times its slowdown. Round 1 first runs a short pass that only learns each
+//! group's pace ([`super::rounds::Local::calibrating`]), so that a job slower than its groups
+//! (its row is all there is before) does not shorten their windows. Every rank learns the
+//! same figures (from the shared reports), so every rank of a group runs the same count.
 
 use std::collections::HashMap;
 
@@ -39,6 +40,11 @@ impl Basis {
         }
     }
 
+    /// Whether any group has been measured (learned).
+    pub fn measured(&self) -> bool {
+        !self.by_rank.is_empty()
+    }
+
     /// The busbw a group of `ranks` is estimated to run at; `None` when nothing is known (the
     /// window then does not apply).
     pub fn estimate(&self, ranks: &[usize]) -> Option<f64> {
@@ -58,9 +64,11 @@ mod tests {
     fn the_job_row_first_then_each_ranks_fastest_group_the_slowest_member_deciding() {
         let mut b = Basis::new(Some(0.15));
         assert_eq!(b.estimate(&[0, 1]), Some(0.15));
+        assert!(!b.measured());
         // Round 1: a starved rank 1 with rank 0; ranks 2 and 3 healthy.
         b.learn(&[0, 1], 0.4);
         b.learn(&[2, 3], 1.8);
+        assert!(b.measured());
         // A group with rank 1 runs at its pace; the healthy ones at theirs.
         assert_eq!(b.estimate(&[1, 3]), Some(0.4));
         assert_eq!(b.estimate(&[0, 2]), Some(0.4));

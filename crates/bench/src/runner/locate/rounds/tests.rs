@@ -57,13 +57,35 @@ impl Bootstrap for Threads {
     }
 }
 
+/// What a rank sees: by round, rank, group and pass (0, or 1 for a round run again after a
+/// calibrating pass).
+type Seer = fn(usize, usize, Option<usize>, usize) -> Part;
+
 /// A rank's part from a table: per round, what it sees.
 struct Scripted {
     rank: usize,
-    seen: fn(usize, usize, Option<usize>) -> Part,
+    seen: Seer,
     finished: Vec<bool>,
     rebuilds: Vec<bool>,
     learned: Vec<(Vec<usize>, f64)>,
+    /// Whether it asks for a calibrating pass until it has learned something.
+    calibrate: bool,
+    /// The round of each part it ran.
+    parts: Vec<usize>,
+}
+
+impl Scripted {
+    fn new(rank: usize, seen: Seer, calibrate: bool) -> Scripted {
+        Scripted {
+            rank,
+            seen,
+            finished: Vec::new(),
+            rebuilds: Vec::new(),
+            learned: Vec::new(),
+            calibrate,
+            parts: Vec::new(),
+        }
+    }
 }
 
 impl Local for Scripted {
@@ -75,13 +97,18 @@ impl Local for Scripted {
         _deadline: Instant,
     ) -> Result<Part> {
         self.rebuilds.push(rebuild);
-        Ok((self.seen)(round.index, self.rank, group))
+        let pass = self.parts.iter().filter(|&&r| r == round.index).count();
+        self.parts.push(round.index);
+        Ok((self.seen)(round.index, self.rank, group, pass))
     }
     fn finish(&mut self, measured: bool) {
         self.finished.push(measured);
     }
     fn learn(&mut self, ranks: &[usize], busbw: f64) {
         self.learned.push((ranks.to_vec(), busbw));
+    }
+    fn calibrating(&self) -> bool {
+        self.calibrate && self.learned.is_empty()
     }
 }
 
@@ -107,10 +134,12 @@ type Outcome = (
 );
 
 /// Runs `rounds()` on four threads; rank `broken` (if any) cannot share.
-fn run_four_ranks(
-    seen: fn(usize, usize, Option<usize>) -> Part,
-    broken: Option<usize>,
-) -> Vec<Outcome> {
+fn run_four_ranks(seen: Seer, broken: Option<usize>) -> Vec<Outcome> {
+    run_four_ranks_calibrating(seen, broken, false)
+}
+
+/// As [`run_four_ranks`], the ranks asking for a calibrating pass when `calibrate`.
+fn run_four_ranks_calibrating(seen: Seer, broken: Option<usize>, calibrate: bool) -> Vec<Outcome> {
     let posted = Arc::new(Mutex::new(vec![String::new(); 4]));
     let barrier = Arc::new(Barrier::new(if broken.is_some() { 1 } else { 4 }));
     let bw = |n: usize, s: f64| n as f64 / s;
@@ -127,13 +156,7 @@ fn run_four_ranks(
                         barrier,
                         broken: broken.is_some(),
                     };
-                    let local = Scripted {
-                        rank,
-                        seen,
-                        finished: Vec::new(),
-                        rebuilds: Vec::new(),
-                        learned: Vec::new(),
-                    };
+                    let local = Scripted::new(rank, seen, calibrate);
                     let mut r = Rounds::new(local, &boot, Average::Mean, &bw);
                     let results: Vec<_> = rounds()
                         .iter()
@@ -159,7 +182,7 @@ fn part(seen: Seen) -> Part {
 #[test]
 fn every_rank_gets_the_same_outcomes() {
     // Round 1: rank 3 sees its group hang; round 2: everyone measures, rank r in r+1 us.
-    let seen = |round, rank, _group| match (round, rank) {
+    let seen = |round, rank, _group, _pass| match (round, rank) {
         (1, 3) => part(Seen::Hung),
         (1, 2) => part(Seen::Failed {
             error: "remote process exited".into(),
@@ -220,7 +243,7 @@ fn every_rank_gets_the_same_outcomes() {
 
 #[test]
 fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_next_round() {
-    let seen = |round, rank, _group| Part {
+    let seen = |round, rank, _group, _pass| Part {
         seen: Seen::Measured { time_us: 1.0 },
         world_lost: round == 1 && rank == 1,
         stuck: round == 2 && rank == 2,
@@ -231,7 +254,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
         assert_eq!(local.rebuilds, [false, true]);
     }
     // Lost again and again: locate stops instead of rebuilding forever.
-    let lost = |_, _, _| Part {
+    let lost = |_, _, _, _| Part {
         seen: Seen::Hung,
         world_lost: true,
         stuck: false,
@@ -244,13 +267,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
         broken: false,
     };
     let bw = |_: usize, _: f64| 1.0;
-    let scripted = Scripted {
-        rank: 0,
-        seen: lost,
-        finished: Vec::new(),
-        rebuilds: Vec::new(),
-        learned: Vec::new(),
-    };
+    let scripted = Scripted::new(0, lost, false);
     let mut r = Rounds::new(scripted, &boot, Average::Mean, &bw);
     let round = Round {
         index: 1,
@@ -272,18 +289,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
         broken: false,
     };
     let bw = |_: usize, _: f64| 1.0;
-    let mut r = Rounds::new(
-        Scripted {
-            rank: 0,
-            seen,
-            finished: Vec::new(),
-            rebuilds: Vec::new(),
-            learned: Vec::new(),
-        },
-        &boot,
-        Average::Mean,
-        &bw,
-    );
+    let mut r = Rounds::new(Scripted::new(0, seen, false), &boot, Average::Mean, &bw);
     r.stuck = vec![2];
     let stop = r
         .run_round(&rounds()[0], Duration::from_secs(1))
@@ -294,7 +300,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
 
 #[test]
 fn a_bootstrap_that_lost_a_process_stops_naming_it() {
-    let seen = |_, _, _| part(Seen::Measured { time_us: 1.0 });
+    let seen = |_, _, _, _| part(Seen::Measured { time_us: 1.0 });
     let all = run_four_ranks(seen, Some(0));
     let (results, local, fatal) = &all[0];
     let stop = results[0].as_ref().unwrap_err();
@@ -302,4 +308,47 @@ fn a_bootstrap_that_lost_a_process_stops_naming_it() {
     assert!(stop.why.contains("has sent nothing"), "{}", stop.why);
     assert!(matches!(fatal, Some(Error::Bootstrap { .. })));
     assert!(local.finished.is_empty());
+}
+
+#[test]
+fn a_calibrating_pass_runs_round_one_again_unless_it_found_something() {
+    // Everyone measures; the first pass reads 10 us, the round proper 1 us.
+    let seen = |_round, rank, _group, pass| {
+        part(Seen::Measured {
+            time_us: if pass == 0 { 10.0 } else { 1.0 + rank as f64 },
+        })
+    };
+    for (results, local, fatal) in run_four_ranks_calibrating(seen, None, true) {
+        assert!(fatal.is_none());
+        // Round 1 twice, round 2 once; the first pass's communicator released orderly.
+        assert_eq!(local.parts, [1, 1, 2]);
+        assert_eq!(local.finished, [true, true, true]);
+        // The round's outcomes are the second pass's; the first pass's pace was learned.
+        let first = results[0].as_ref().unwrap();
+        assert_eq!(
+            first.outcomes[0],
+            GroupOutcome::Measured {
+                busbw: 2.0 / (1.5 * 1e-6),
+                time_us: 1.5
+            }
+        );
+        assert_eq!(local.learned[0], (vec![0, 1], 2.0 / (10.0 * 1e-6)));
+        assert_eq!(local.learned.len(), 6);
+    }
+    // A first pass that found a hang is the round's result: no second pass.
+    let hung = |round, rank, _group, _pass| {
+        part(if round == 1 && rank == 3 {
+            Seen::Hung
+        } else {
+            Seen::Measured { time_us: 1.0 }
+        })
+    };
+    for (results, local, _) in run_four_ranks_calibrating(hung, None, true) {
+        assert_eq!(local.parts, [1, 2]);
+        assert_eq!(results[0].as_ref().unwrap().outcomes[1], GroupOutcome::Hung);
+    }
+    // Without a window (no calibration) every round runs once.
+    for (_, local, _) in run_four_ranks(seen, None) {
+        assert_eq!(local.parts, [1, 2]);
+    }
 }
