@@ -1,6 +1,6 @@
 //! Locate's logic replayed on real measurements: the `--locate-json` records of the GPU runs
 //! in docs/results/vcluster-h200/locate-evidence/ (ranks posing as hosts: run1 to run6 on one
-//! H200, run7 and run8 on one H100; a rank CPU-starved, paused by signals, or none) are fed
+//! H200, run7 to run11 on one H100; a rank CPU-starved, paused by signals, or none) are fed
 //! back, round by round, through today's planning and judging. The replay must plan the rounds
 //! the GPU ran and reach the verdicts recorded then; and the lean added since must say what it
 //! claims on real readings: the paused rank in every 4-rank run, nobody in the healthy ones.
@@ -109,6 +109,10 @@ fn the_gpu_runs_replay_to_the_verdicts_recorded() {
         ("run7", 8, &["pause"][..]),
         ("run8", 4, &["starve"][..]),
         ("run8", 8, &["starve", "healthy"][..]),
+        ("run9", 4, ALL),
+        ("run10", 8, ALL),
+        ("run11", 4, &["starve", "pause"][..]),
+        ("run11", 8, ALL),
     ] {
         for case in cases {
             let case = format!("{case}-{n}");
@@ -251,9 +255,11 @@ fn a_lean_never_prints_its_reading_equal_to_the_floor_it_is_not_below() {
 
 #[test]
 fn the_default_window_runs_name_every_slowed_rank_and_nobody_when_healthy() {
-    // Run7 and run8 ran the shipped default window (1 s): the starved and paused ranks (the
-    // pause at 70 of 100 ms at 8 ranks, which slowed the job to 0.52x) were each named alone, 5
-    // of 5, and the healthy runs named nobody. Today's logic must say the same on their readings.
+    // Run7, run8, run9 and run11 ran the shipped default window (1 s): the starved and paused
+    // ranks (the pause at 70 of 100 ms at 8 ranks, which slowed the job to about 0.5x) were each
+    // named alone, 5 of 5, and the healthy runs named nobody. Today's logic must say the same on
+    // their readings. (Run10's pause-8, 4 of 5 before round 1 had its calibrating pass, is
+    // replayed to its recorded verdicts above.)
     for (dir, case, n) in [
         ("run7", "pause-4", 4),
         ("run7", "healthy-4", 4),
@@ -261,6 +267,14 @@ fn the_default_window_runs_name_every_slowed_rank_and_nobody_when_healthy() {
         ("run8", "starve-4", 4),
         ("run8", "starve-8", 8),
         ("run8", "healthy-8", 8),
+        ("run9", "starve-4", 4),
+        ("run9", "pause-4", 4),
+        ("run9", "healthy-4", 4),
+        ("run11", "starve-4", 4),
+        ("run11", "pause-4", 4),
+        ("run11", "starve-8", 8),
+        ("run11", "pause-8", 8),
+        ("run11", "healthy-8", 8),
     ] {
         for (i, (doc, slowed)) in records(dir, case, n).iter().enumerate() {
             let (report, lines) = replay(doc);
