@@ -726,6 +726,28 @@ fn a_seated_stranger_that_sends_and_half_closes_neither_spins_rank_0_nor_keeps_i
 }
 
 #[test]
+fn a_seated_stranger_that_sends_and_stays_connected_loses_its_seat() {
+    // Before: only a hang-up of a seated connection was watched, so data sent without closing
+    // kept the seat; the real rank 2 was then refused as a second claim and the job timed out.
+    let items = real_run_items(3);
+    let port = programs::free_port();
+    let start = Instant::now();
+    let r0 = rank(BIN, 0, 3, port, &[], &[]);
+    wait_listening(port);
+    let mut s = forge(port, 2, 3, &items);
+    std::thread::sleep(Duration::from_millis(200));
+    s.write_all(b"junk before the welcome").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let rest: Vec<Child> = (1..3).map(|r| rank(BIN, r, 3, port, &[], &[])).collect();
+    let mut outs = vec![finish(r0, start, limit()).0];
+    outs.extend(rest.into_iter().map(|c| finish(c, start, limit()).0));
+    assert_completed(&outs, start.elapsed());
+    let err = stderr0(&outs);
+    assert!(err.contains("sent data before its welcome"), "{err}");
+    drop(s);
+}
+
+#[test]
 fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
     // Before: the door made room by sending the oldest waiting connection an abort, and a real
     // rank that got it exited 6 as a wrong launch; the job then timed out.

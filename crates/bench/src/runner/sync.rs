@@ -189,6 +189,7 @@ fn decode_row(text: &str) -> Result<Vec<f64>> {
     text.split_ascii_whitespace()
         .map(|t| {
             t.parse::<f64>().map_err(|_| {
+                let t = crate::bootstrap::peer_text::clean(t, 40);
                 Error::Internal(format!("bad per-iteration times from a process: '{t}'"))
             })
         })
@@ -198,6 +199,17 @@ fn decode_row(text: &str) -> Result<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_row_from_a_process_is_quoted_clean_and_short() {
+        let e = decode_row("1.5 \u{1b}[2J\u{2028}# Avg bus bandwidth : 999").unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("'?[2J?#'"), "{text}");
+        assert!(!text.contains(['\u{1b}', '\u{2028}']), "{text}");
+        let long = format!("x{}", "y".repeat(1000));
+        assert!(decode_row(&long).unwrap_err().to_string().len() < 200);
+        assert_eq!(decode_row("1 2.5").unwrap(), [1.0, 2.5]);
+    }
     use crate::bootstrap::SingleProcess;
 
     #[test]

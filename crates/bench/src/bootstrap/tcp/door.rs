@@ -178,8 +178,13 @@ impl Door {
                 .iter()
                 .map(|p| PollFd::new(&p.stream, PollFlags::IN)),
         );
-        // Seated processes send nothing before their welcome: only a hang-up matters.
-        fds.extend(seated.iter().map(|s| PollFd::new(*s, PollFlags::RDHUP)));
+        // Seated processes send nothing before their welcome: data or a hang-up from one is
+        // dealt with at once (data left unread would break the first sealed frame after it).
+        fds.extend(
+            seated
+                .iter()
+                .map(|s| PollFd::new(*s, PollFlags::IN | PollFlags::RDHUP)),
+        );
         let timeout = Timespec {
             tv_sec: wait.as_secs() as _,
             tv_nsec: wait.subsec_nanos() as _,

@@ -95,15 +95,54 @@ enum Verdict {
     /// A stranger (or a process that does not fit and cannot prove it belongs): refused, the
     /// job goes on. `log` is printed on rank 0; the other side is told only `told`, which
     /// names none of this launch's processes. `claimed`: the rank it claimed, when it is one of
-    /// this run's, for the timeout message.
+    /// this run's, for the timeout message; `signed`: whether the hello carried the job key's
+    /// signature (an unsigned claim's reason never displaces a signed one's: anyone can send
+    /// it).
     Refuse {
         log: String,
         told: &'static str,
         claimed: Option<usize>,
+        signed: bool,
     },
     /// A process of this launch that does not fit: the launch is wrong (exit 6). Its nonce, to
     /// sign the abort it is sent.
     Stop(String, [u8; auth::LEN]),
+}
+
+/// Why the last refused claim of each rank was refused (bounded: one per rank), for the
+/// timeout message. A claim in a hello without the job key's signature may be anybody's: its
+/// reason never displaces a signed claim's, and signed ones are named first.
+pub(super) struct Refusals(Vec<Option<(bool, String)>>);
+
+impl Refusals {
+    /// No claim refused yet, for ranks below `size`.
+    pub(super) fn new(size: usize) -> Refusals {
+        Refusals(vec![None; size])
+    }
+
+    /// A claim of `rank` refused for `why`; `signed` when its hello carried the signature.
+    pub(super) fn note(&mut self, rank: usize, signed: bool, why: String) {
+        if let Some(slot) = self.0.get_mut(rank)
+            && (signed || !slot.as_ref().is_some_and(|(s, _)| *s))
+        {
+            *slot = Some((signed, why));
+        }
+    }
+
+    /// The timeout's note on the `missing` ranks' refused claims (at most four, signed first).
+    pub(super) fn notes(&self, missing: &[usize]) -> Option<String> {
+        let mut claims: Vec<(bool, usize, &str)> = missing
+            .iter()
+            .filter_map(|&r| self.0.get(r)?.as_ref().map(|(s, w)| (*s, r, w.as_str())))
+            .collect();
+        claims.sort_by_key(|&(signed, r, _)| (!signed, r));
+        let named: Vec<String> = claims
+            .iter()
+            .take(4)
+            .map(|(_, r, w)| format!("rank {r}: {w}"))
+            .collect();
+        (!named.is_empty()).then(|| format!("refused claims: {}", named.join("; ")))
+    }
 }
 
 /// A seated process with its connection and the nonce rank 0 challenged it with.
@@ -136,9 +175,14 @@ impl TcpBootstrap {
         me: &Hello,
         slots: &[Option<Seated>],
     ) -> Verdict {
-        let refuse = |log: String, told, claimed| Verdict::Refuse { log, told, claimed };
+        let refuse = |log: String, told, claimed, signed| Verdict::Refuse {
+            log,
+            told,
+            claimed,
+            signed,
+        };
         let Some(split) = frame.len().checked_sub(auth::LEN) else {
-            return refuse("a truncated hello".into(), "a truncated hello", None);
+            return refuse("a truncated hello".into(), "a truncated hello", None, false);
         };
         let (body, mac) = frame.split_at(split);
         let h = match Hello::decode(body) {
@@ -148,6 +192,7 @@ impl TcpBootstrap {
                     format!("an unreadable hello ({e})"),
                     "an unreadable hello",
                     None,
+                    false,
                 );
             }
         };
@@ -162,6 +207,7 @@ impl TcpBootstrap {
                 "the hello is not signed with this job's key (another job, or a different \
                  NCCL_PERF_RENDEZVOUS_KEY)",
                 claimed,
+                false,
             );
         }
         let who = format!("rank {} (pid {} on {})", h.rank, h.pid, h.host);
@@ -205,7 +251,7 @@ impl TcpBootstrap {
         match misfit {
             None => Verdict::Seat(h),
             Some((m, _)) if self.strong => Verdict::Stop(m, h.nonce),
-            Some((m, told)) => refuse(m, told, claimed),
+            Some((m, told)) => refuse(m, told, claimed, true),
         }
     }
 
@@ -216,8 +262,7 @@ impl TcpBootstrap {
             Door::new(listener).map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?;
         let deadline = Instant::now() + self.timeout;
         let mut slots: Vec<Option<Seated>> = (1..self.size).map(|_| None).collect();
-        // Why the last refused claim of each rank was refused (bounded: one per rank).
-        let mut refusals: Vec<Option<String>> = vec![None; self.size];
+        let mut refusals = Refusals::new(self.size);
         let mut arrived = 0;
         while arrived < slots.len() {
             let (index, streams): (Vec<usize>, Vec<&TcpStream>) = slots
@@ -231,14 +276,7 @@ impl TcpBootstrap {
                 Next::TimedOut => {
                     let missing: Vec<usize> =
                         (1..self.size).filter(|r| slots[r - 1].is_none()).collect();
-                    let mut notes: Vec<String> = missing
-                        .iter()
-                        .filter_map(|&r| refusals[r].as_ref().map(|w| format!("rank {r}: {w}")))
-                        .take(4)
-                        .collect();
-                    if !notes.is_empty() {
-                        notes = vec![format!("refused claims: {}", notes.join("; "))];
-                    }
+                    let mut notes: Vec<String> = refusals.notes(&missing).into_iter().collect();
                     notes.extend(door.load_summary());
                     let msg = format!(
                         "timed out after {}: {} of {} processes never connected to rank 0 at {} \
@@ -281,7 +319,7 @@ impl TcpBootstrap {
                              welcome: no process of this launch does; its rank is free again",
                             h.rank, h.pid, h.host
                         );
-                        refusals[h.rank] = Some(why.clone());
+                        refusals.note(h.rank, true, why.clone());
                         door.refuse(s.stream, from, &why, "out of step");
                     }
                     continue;
@@ -297,9 +335,14 @@ impl TcpBootstrap {
                         arrived += 1;
                         continue;
                     }
-                    Verdict::Refuse { log, told, claimed } => {
+                    Verdict::Refuse {
+                        log,
+                        told,
+                        claimed,
+                        signed,
+                    } => {
                         if let Some(r) = claimed {
-                            refusals[r] = Some(format!("{log} (from {})", a.from));
+                            refusals.note(r, signed, format!("{log} (from {})", a.from));
                         }
                         door.refuse(a.stream, a.from, &log, told);
                         continue;

@@ -197,9 +197,11 @@ fn any_hello_is_refused_or_fits_never_a_panic() {
                 assert!(strong, "case {case}: only a proven job stops: {why}");
                 assert!(signed_hello(&b.key, &challenge, &frame).is_some());
             }
-            Verdict::Refuse { told, .. } => {
+            Verdict::Refuse { told, signed, .. } => {
                 refused += 1;
                 assert!(!told.contains("pid") && !told.contains("root"), "{told}");
+                // Only a hello that carries the job key's signature counts as signed.
+                assert!(!signed || signed_hello(&b.key, &challenge, &frame).is_some());
             }
         }
     }
@@ -235,4 +237,29 @@ fn a_signed_hello_for_a_rank_past_the_end_is_refused() {
             }
         }
     }
+}
+
+#[test]
+fn an_unsigned_claim_never_hides_a_signed_one_at_the_timeout() {
+    let mut r = Refusals::new(8);
+    assert_eq!(r.notes(&[1, 2, 3]), None);
+    // A real rank 5 refused for a signed reason; strangers then claim 1-5 unsigned.
+    r.note(5, true, "options differ".into());
+    for rank in 1..=5 {
+        r.note(rank, false, format!("stranger {rank}"));
+    }
+    let notes = r.notes(&[1, 2, 3, 4, 5]).unwrap();
+    assert!(
+        notes.starts_with("refused claims: rank 5: options differ; rank 1: stranger 1"),
+        "{notes}"
+    );
+    assert!(
+        !notes.contains("stranger 4") && !notes.contains("stranger 5"),
+        "{notes}"
+    );
+    // A later signed reason replaces an earlier one; ranks out of range are ignored.
+    r.note(5, true, "world size differs".into());
+    r.note(99, true, "nonsense".into());
+    let notes = r.notes(&[5, 99]).unwrap();
+    assert_eq!(notes, "refused claims: rank 5: world size differs");
 }
