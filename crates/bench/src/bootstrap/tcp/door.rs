@@ -239,25 +239,11 @@ impl Door {
         }
     }
 
-    /// Closes one waiting connection to make room: a random one of the source address that
-    /// has the most waiting. It is closed, not told to stop: a real process whose connection
-    /// this was simply tries again.
+    /// Closes one waiting connection to make room ([`load_victim`]). It is closed, not told to
+    /// stop: a real process whose connection this was simply tries again.
     fn drop_for_load(&mut self) {
-        let mut count: BTreeMap<IpAddr, usize> = BTreeMap::new();
-        for p in &self.pending {
-            *count.entry(p.from.ip()).or_default() += 1;
-        }
-        let Some((&ip, &n)) = count.iter().max_by_key(|(_, n)| **n) else {
-            return;
-        };
-        let pick = auth::below(n);
-        let Some(i) = self
-            .pending
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.from.ip() == ip)
-            .nth(pick)
-            .map(|(i, _)| i)
+        let from: Vec<IpAddr> = self.pending.iter().map(|p| p.from.ip()).collect();
+        let Some((i, ip)) = load_victim(&from, auth::below).and_then(|i| Some((i, *from.get(i)?)))
         else {
             return;
         };
@@ -384,5 +370,57 @@ fn read_some(p: &mut Pending) -> Read_ {
             p.body.remove(0);
             return Read_::Done;
         }
+    }
+}
+
+/// Which waiting connection to close for load, given the source address of each: one at
+/// random of the source that holds the most. Among sources that hold as many, one at random
+/// too: an address order would let a flood from addresses that sort first always displace the
+/// same (real) processes. `below(n)` draws a number below `n`.
+fn load_victim(from: &[IpAddr], mut below: impl FnMut(usize) -> usize) -> Option<usize> {
+    let mut count: BTreeMap<IpAddr, usize> = BTreeMap::new();
+    for ip in from {
+        *count.entry(*ip).or_default() += 1;
+    }
+    let most = *count.values().max()?;
+    let top: Vec<IpAddr> = count
+        .iter()
+        .filter(|&(_, &n)| n == most)
+        .map(|(&ip, _)| ip)
+        .collect();
+    let ip = *top.get(below(top.len()))?;
+    let pick = below(most);
+    from.iter()
+        .enumerate()
+        .filter(|&(_, f)| *f == ip)
+        .nth(pick)
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_victim;
+    use std::net::IpAddr;
+
+    #[test]
+    fn the_source_with_the_most_loses_one_and_ties_are_drawn_at_random() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(load_victim(&[], |_| 0), None);
+        // One source with three, one with one: always the first source, its drawn connection.
+        let from = [
+            ip("10.0.0.9"),
+            ip("10.0.0.1"),
+            ip("10.0.0.9"),
+            ip("10.0.0.9"),
+        ];
+        assert_eq!(load_victim(&from, |_| 0), Some(0));
+        assert_eq!(load_victim(&from, |n| n - 1), Some(3));
+        // Every source holds one (a flood from many addresses beside real ranks): whichever
+        // source the draw names, in address order, so every one can be chosen.
+        let from = [ip("10.0.0.7"), ip("10.0.0.2"), ip("10.0.0.5")];
+        let chosen: Vec<usize> = (0..3)
+            .map(|k| load_victim(&from, |n| if n == 3 { k } else { 0 }).unwrap())
+            .collect();
+        assert_eq!(chosen, [1, 2, 0]);
     }
 }
