@@ -85,12 +85,33 @@ pub fn frame(tag: u8, body: &[u8]) -> io::Result<Vec<u8>> {
     Ok(frame)
 }
 
-/// Sends one message, giving up after `timeout` if the peer does not read.
+/// Sends one message within `timeout` in all: a peer that reads slowly (a little just before
+/// each write would time out) cannot stretch it.
 pub fn send(s: &mut TcpStream, tag: u8, body: &[u8], timeout: Duration) -> io::Result<()> {
     let frame = frame(tag, body)?;
-    s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
-    s.write_all(&frame)
+    let deadline = Instant::now() + timeout;
+    let mut rest = &frame[..];
+    while !rest.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer did not take the message in time",
+            ));
+        }
+        s.set_write_timeout(Some(left.max(Duration::from_millis(1))))?;
+        match s.write(rest) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
+
+/// How much of a message's body is allocated ahead of its bytes arriving.
+const RECV_CHUNK: usize = 64 << 10;
 
 /// Receives one message before `deadline`.
 pub fn recv(s: &mut TcpStream, deadline: Instant) -> Result<(u8, Vec<u8>), RecvError> {
@@ -109,8 +130,13 @@ pub fn recv_limited(
     if len == 0 || len > max {
         return Err(RecvError::Other(format!("bad message length {len}")));
     }
-    let mut buf = vec![0u8; len];
-    read_exact(s, &mut buf, deadline)?;
+    // Grown as the bytes arrive: a length that is never sent costs no memory.
+    let mut buf = Vec::with_capacity(len.min(RECV_CHUNK));
+    while buf.len() < len {
+        let start = buf.len();
+        buf.resize(start + (len - start).min(RECV_CHUNK), 0);
+        read_exact(s, &mut buf[start..], deadline)?;
+    }
     let body = buf.split_off(1);
     Ok((buf[0], body))
 }
@@ -348,5 +374,41 @@ mod tests {
         drop(a);
         assert_eq!(poll(&b), Some(false));
         assert!(matches!(recv(&mut b, soon), Err(RecvError::Closed)));
+    }
+
+    #[test]
+    fn a_large_message_arrives_whole_and_a_slow_reader_cannot_stretch_a_send() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        // Several chunks, read as they come.
+        let body: Vec<u8> = (0..(3 * RECV_CHUNK + 17)).map(|i| i as u8).collect();
+        let sent = body.clone();
+        let t = std::thread::spawn(move || send(&mut a, GATHER, &sent, Duration::from_secs(5)));
+        let soon = Instant::now() + Duration::from_secs(5);
+        assert_eq!(recv(&mut b, soon).unwrap(), (GATHER, body));
+        t.join().unwrap().unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        // A reader that takes 64 KiB every 100 ms: each write makes progress well within the
+        // timeout, but the whole send must still end by it.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let quit = stop.clone();
+        let reader = std::thread::spawn(move || {
+            let mut chunk = vec![0u8; RECV_CHUNK];
+            while !quit.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = b.set_read_timeout(Some(Duration::from_millis(50)));
+                let _ = b.read(&mut chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let big = vec![7u8; 64 << 20];
+        let t = Instant::now();
+        let r = send(&mut a, GATHER, &big, Duration::from_millis(500));
+        let took = t.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap();
+        assert!(r.is_err(), "a 64 MiB send to a slow reader finished");
+        assert!(took < Duration::from_secs(3), "{took:?}");
     }
 }
