@@ -373,6 +373,47 @@ fn read_some(p: &mut Pending) -> Read_ {
     }
 }
 
+/// Descriptors rank 0 asks for besides one per process (the listener, waiting connections
+/// beyond the seated ones, NCCL, the GPU driver, files), and the fewest it warns below.
+const SPARE_DESCRIPTORS: (u64, u64) = (1024, 64);
+
+/// Makes room for `processes` connections at rank 0: raises the soft limit on open descriptors
+/// (`ulimit -n`, often 1024) toward the hard one when the job needs more. A warning to print
+/// when even the hard limit is too low (the job may then not form).
+pub fn make_room(processes: usize) -> Option<String> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let want = (processes as u64).saturating_add(SPARE_DESCRIPTORS.0);
+    let least = (processes as u64).saturating_add(SPARE_DESCRIPTORS.1);
+    let now = getrlimit(Resource::Nofile);
+    let mut have = now.current;
+    if let Some(to) = raise_to(now.current, now.maximum, want) {
+        let new = Rlimit {
+            current: Some(to),
+            maximum: now.maximum,
+        };
+        if setrlimit(Resource::Nofile, new).is_ok() {
+            have = Some(to);
+        }
+    }
+    let have = have?;
+    (have < least).then(|| {
+        format!(
+            "nccl-perf: rank 0 may keep only {have} files open (ulimit -n) for {processes} \
+             processes that each connect to it: the job may not form; raise the limit (to \
+             {want} or more)"
+        )
+    })
+}
+
+/// For a soft limit `current` and hard limit `maximum` (`None`: unlimited): the soft limit to
+/// set so that `want` descriptors can be open, as near as the hard limit allows (`None`: leave
+/// it as it is).
+fn raise_to(current: Option<u64>, maximum: Option<u64>, want: u64) -> Option<u64> {
+    let c = current?;
+    let to = maximum.map_or(want, |m| m.min(want));
+    (to > c).then_some(to)
+}
+
 /// Which waiting connection to close for load, given the source address of each: one at
 /// random of the source that holds the most. Among sources that hold as many, one at random
 /// too: an address order would let a flood from addresses that sort first always displace the
@@ -399,8 +440,26 @@ fn load_victim(from: &[IpAddr], mut below: impl FnMut(usize) -> usize) -> Option
 
 #[cfg(test)]
 mod tests {
-    use super::load_victim;
+    use super::{load_victim, raise_to};
     use std::net::IpAddr;
+
+    #[test]
+    fn the_descriptor_limit_is_raised_toward_the_hard_one_only_when_needed() {
+        assert_eq!(raise_to(Some(4096), Some(4096), 2048), None);
+        assert_eq!(raise_to(None, None, 1 << 20), None);
+        assert_eq!(raise_to(Some(1024), Some(524288), 3072), Some(3072));
+        assert_eq!(raise_to(Some(1024), None, 3072), Some(3072));
+        assert_eq!(raise_to(Some(1024), Some(2048), 3072), Some(2048));
+        assert_eq!(raise_to(Some(1024), Some(1024), 3072), None);
+        // The process' own limit can be raised as far as wanted for a few thousand ranks, or
+        // a warning names it.
+        let w = super::make_room(2_000_000_000);
+        assert!(
+            w.as_deref()
+                .is_none_or(|w| w.contains("for 2000000000 processes")),
+            "{w:?}"
+        );
+    }
 
     #[test]
     fn the_source_with_the_most_loses_one_and_ties_are_drawn_at_random() {

@@ -257,6 +257,9 @@ impl TcpBootstrap {
 
     /// Rank 0: waits for every other rank, then tells each its local and group ranks.
     pub(super) fn accept_all(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<Vec<Peer>> {
+        if let Some(warning) = super::door::make_room(self.size) {
+            crate::eline!("{warning}");
+        }
         let listener = listen(launch)?;
         let mut door =
             Door::new(listener).map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?;
