@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use beat::{Beats, Inbound, Wait, Writer};
 use meet::Hello;
 use std::net::TcpStream;
+use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use watch::STOPPED;
@@ -36,8 +37,9 @@ pub use words::rank_list;
 use words::{format_address, secs, warn_if_open};
 
 /// Rank 0's side of a collective: every rank's contribution and colour (in rank order) → every
-/// rank's answer.
-type Combine<'a> = &'a dyn Fn(&[Vec<u8>], &[i64]) -> Vec<Vec<u8>>;
+/// rank's answer. Answers are shared, not copied: an allgather's one answer for every rank
+/// would otherwise take the whole gathered text once per rank in rank 0's memory.
+type Combine<'a> = &'a dyn Fn(&[Vec<u8>], &[i64]) -> Vec<Rc<[u8]>>;
 
 /// How much longer than rank 0 the others wait for an answer: rank 0 gives up first and says why.
 const GRACE: Duration = Duration::from_secs(10);
@@ -243,7 +245,10 @@ impl TcpBootstrap {
         let what = wire::tag_name(tag);
         let mut link = self.lock()?;
         let outcome = match &mut *link {
-            Link::Alone => Ok(combine(&[body], &[self.group.color]).swap_remove(0)),
+            Link::Alone => Ok(combine(&[body], &[self.group.color])
+                .first()
+                .map(|a| a.to_vec())
+                .unwrap_or_default()),
             Link::Broken(why) => Err(failure(
                 format!("the bootstrap already failed: {why}"),
                 false,
@@ -365,9 +370,9 @@ impl TcpBootstrap {
             .chain(peers.iter().map(|p| p.color))
             .collect();
         let mut answers = combine(&bodies, &colors).into_iter();
-        let own = answers.next().unwrap_or_default();
+        let own = answers.next().map(|a| a.to_vec()).unwrap_or_default();
         for i in 0..peers.len() {
-            let (p, a) = (&peers[i], answers.next().unwrap_or_default());
+            let (p, a) = (&peers[i], answers.next().unwrap_or_else(|| Rc::from([])));
             if let Err(e) = beat::send(&p.writer, wire::REPLY, &a, self.timeout) {
                 let msg = format!("rank {} ({}) left during the {what}: {e}", p.rank, p.host);
                 abort_peers(peers, None, &msg, false);
@@ -433,15 +438,17 @@ impl Bootstrap for TcpBootstrap {
         )
     }
     fn barrier(&self) -> Result<()> {
-        self.collective(wire::BARRIER, Vec::new(), &|b, _| vec![Vec::new(); b.len()])
-            .map(|_| ())
+        self.collective(wire::BARRIER, Vec::new(), &|b, _| {
+            vec![Rc::from([]); b.len()]
+        })
+        .map(|_| ())
     }
     fn allreduce(&self, v: f64, op: Reduce) -> Result<f64> {
         let body = Encoder::default().f64(v).0;
         let r = self.collective(wire::REDUCE, body, &|bodies, _| {
             let vals = bodies.iter().map(|b| Decoder(b).f64().unwrap_or(f64::NAN));
             let total = vals.reduce(|a, b| op.apply(a, b)).unwrap_or(f64::NAN);
-            vec![Encoder::default().f64(total).0; bodies.len()]
+            vec![Rc::from(Encoder::default().f64(total).0); bodies.len()]
         })?;
         Decoder(&r)
             .f64()
@@ -454,7 +461,7 @@ impl Bootstrap for TcpBootstrap {
                 .iter()
                 .map(|c| {
                     let leader = colors.iter().position(|x| x == c).unwrap_or(0);
-                    bodies[leader].clone()
+                    Rc::from(bodies.get(leader).map_or(&[][..], |b| &b[..]))
                 })
                 .collect()
         })?;
@@ -525,7 +532,7 @@ impl Bootstrap for TcpBootstrap {
                     .map(|b| Decoder(b).str().unwrap_or_default())
                     .collect();
             }
-            vec![Vec::new(); bodies.len()]
+            vec![Rc::from([]); bodies.len()]
         })?;
         if self.rank != 0 {
             return Ok(Vec::new());
@@ -542,7 +549,7 @@ impl Bootstrap for TcpBootstrap {
             for b in bodies {
                 e.0.extend_from_slice(b);
             }
-            vec![e.0; bodies.len()]
+            vec![Rc::from(e.0); bodies.len()]
         })?;
         let bad = |e: wire::WireError| failure(format!("bad allgather answer: {e}"), false);
         let mut d = Decoder(&all);
