@@ -653,3 +653,28 @@ fn a_connection_closed_for_load_is_closed_not_told_to_stop() {
     );
     assert!(summary.contains("from 127.0.0.1 (20)"), "{summary}");
 }
+
+#[test]
+fn a_contribution_of_the_wrong_size_is_refused_naming_its_rank() {
+    // A member that sends 9 bytes for an allreduce (8: one f64) is named, rather than its value
+    // read as NaN or a prefix of it used.
+    let results = run_ranks(2, &[0, 1], 20_000, &[], |b| {
+        if b.world_rank() == 1 {
+            let odd = vec![0u8; 9];
+            return b
+                .collective(wire::REDUCE, odd, &|bodies, _| {
+                    vec![std::rc::Rc::from([]); bodies.len()]
+                })
+                .map(|_| 0.0);
+        }
+        b.allreduce(1.0, Reduce::Sum)
+    });
+    let e = results[0].as_ref().unwrap_err().to_string();
+    assert!(
+        e.contains("rank 1") && e.contains("sent 9 bytes for the allreduce, which takes 8"),
+        "{e}"
+    );
+    assert!(results[1].is_err());
+    assert_eq!(wire::body_size(wire::GATHER), None);
+    assert_eq!(wire::body_size(wire::BCAST), Some(128));
+}

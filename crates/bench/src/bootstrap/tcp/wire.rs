@@ -45,6 +45,17 @@ pub mod abort {
 /// The largest message accepted (a gathered text block).
 const MAX_MESSAGE: usize = 64 << 20;
 
+/// The size a collective contribution of `tag` must have (`None`: any size up to the largest
+/// message): what rank 0 accepts from the others.
+pub fn body_size(tag: u8) -> Option<usize> {
+    match tag {
+        BARRIER | HEARTBEAT => Some(0),
+        REDUCE => Some(8),
+        BCAST => Some(128),
+        _ => None,
+    }
+}
+
 /// The name of a collective tag, for messages.
 pub fn tag_name(tag: u8) -> &'static str {
     match tag {
