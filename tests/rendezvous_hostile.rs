@@ -699,9 +699,10 @@ fn a_hello_signed_with_the_public_key_for_a_rank_past_the_end_is_refused() {
     );
 }
 
-#[test]
-fn a_seated_stranger_that_sends_and_half_closes_neither_spins_rank_0_nor_keeps_its_seat() {
-    // Before: rank 0 woke for it on every poll, at 80-100 % of a core, until its timeout.
+/// A stranger seated as rank 2 of 3 (no secret: the job key is public) does `act` to its
+/// connection (given rank 0's pid); then the real ranks 1 and 2 arrive. The job must form, and
+/// rank 0's stderr is returned.
+fn seated_stranger_then_the_real_ranks(act: impl FnOnce(&mut TcpStream, u32)) -> String {
     let items = real_run_items(3);
     let port = programs::free_port();
     let start = Instant::now();
@@ -709,42 +710,39 @@ fn a_seated_stranger_that_sends_and_half_closes_neither_spins_rank_0_nor_keeps_i
     wait_listening(port);
     let mut s = forge(port, 2, 3, &items);
     std::thread::sleep(Duration::from_millis(200));
-    s.write_all(b"x").unwrap();
-    s.shutdown(std::net::Shutdown::Write).unwrap();
-    let before = cpu_ticks(r0.id());
-    std::thread::sleep(Duration::from_secs(2));
-    let spent = cpu_ticks(r0.id()) - before;
-    assert!(spent < 40, "rank 0 used {spent} ticks of CPU in 2 s");
-    // Rank 2's seat is free again: the real ranks meet.
+    act(&mut s, r0.id());
     let rest: Vec<Child> = (1..3).map(|r| rank(BIN, r, 3, port, &[], &[])).collect();
     let mut outs = vec![finish(r0, start, limit()).0];
     outs.extend(rest.into_iter().map(|c| finish(c, start, limit()).0));
     assert_completed(&outs, start.elapsed());
-    let err = stderr0(&outs);
-    assert!(err.contains("sent data before its welcome"), "{err}");
     drop(s);
+    stderr0(&outs)
+}
+
+#[test]
+fn a_seated_stranger_that_sends_and_half_closes_neither_spins_rank_0_nor_keeps_its_seat() {
+    // Before: rank 0 woke for it on every poll, at 80-100 % of a core, until its timeout.
+    let err = seated_stranger_then_the_real_ranks(|s, r0| {
+        s.write_all(b"x").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let before = cpu_ticks(r0);
+        std::thread::sleep(Duration::from_secs(2));
+        let spent = cpu_ticks(r0) - before;
+        assert!(spent < 40, "rank 0 used {spent} ticks of CPU in 2 s");
+    });
+    // Rank 2's seat was free again: the real ranks met.
+    assert!(err.contains("sent data before its welcome"), "{err}");
 }
 
 #[test]
 fn a_seated_stranger_that_sends_and_stays_connected_loses_its_seat() {
     // Before: only a hang-up of a seated connection was watched, so data sent without closing
     // kept the seat; the real rank 2 was then refused as a second claim and the job timed out.
-    let items = real_run_items(3);
-    let port = programs::free_port();
-    let start = Instant::now();
-    let r0 = rank(BIN, 0, 3, port, &[], &[]);
-    wait_listening(port);
-    let mut s = forge(port, 2, 3, &items);
-    std::thread::sleep(Duration::from_millis(200));
-    s.write_all(b"junk before the welcome").unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let rest: Vec<Child> = (1..3).map(|r| rank(BIN, r, 3, port, &[], &[])).collect();
-    let mut outs = vec![finish(r0, start, limit()).0];
-    outs.extend(rest.into_iter().map(|c| finish(c, start, limit()).0));
-    assert_completed(&outs, start.elapsed());
-    let err = stderr0(&outs);
+    let err = seated_stranger_then_the_real_ranks(|s, _| {
+        s.write_all(b"junk before the welcome").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    });
     assert!(err.contains("sent data before its welcome"), "{err}");
-    drop(s);
 }
 
 #[test]
