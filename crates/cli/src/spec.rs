@@ -271,7 +271,7 @@ pub const OPTIONS: &[Spec] = &[
     ours("locate-iters", "N", Integer, Is("20"),
         "Timed operations per --locate group (after -w warm-up operations, at least 1)"),
     ours("locate-window", "SECONDS", Number, Is("1"),
-        "Time every --locate group for about this many seconds at least (at most half --locate-deadline when not given): more timed operations than --locate-iters where the job's own row says they are short (a node that stalls now and then needs a window of several of its periods); 0: --locate-iters alone"),
+        "Time every --locate group for about this many seconds at least (at most half --locate-deadline when not given): more timed operations than --locate-iters where the groups' own pace says they are short (round 1 learns it in a short first pass; a node that stalls now and then needs a window of several of its periods); 0: --locate-iters alone"),
     ours("locate-deadline", "SECONDS", Number, Is("60"),
         "A --locate group without a result this many seconds after its round started is hung, and its communicator aborted"),
     ours("locate-threshold", "K", Number, Is("5"),
