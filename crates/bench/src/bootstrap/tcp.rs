@@ -303,18 +303,19 @@ impl TcpBootstrap {
             };
             let (rank, pid, host) = (p.rank, p.pid, p.host.clone());
             let problem = match got {
-                Ok((t, body)) if t == tag && wire::body_size(t).is_none_or(|n| n == body.len()) => {
-                    bodies.push(body);
-                    continue;
-                }
-                Ok((t, body)) if t == tag => failure(
-                    format!(
-                        "rank {rank} ({host}) sent {} bytes for the {what}, which takes {}",
-                        body.len(),
-                        wire::body_size(t).unwrap_or_default()
+                Ok((t, body)) if t == tag => match wire::body_size(t) {
+                    Some(n) if n != body.len() => failure(
+                        format!(
+                            "rank {rank} ({host}) sent {} bytes for the {what}, which takes {n}",
+                            body.len()
+                        ),
+                        false,
                     ),
-                    false,
-                ),
+                    _ => {
+                        bodies.push(body);
+                        continue;
+                    }
+                },
                 Ok((t, _)) => failure(
                     format!(
                         "rank {rank} ({host}) is out of step: it sent a {} while rank 0 is in a {what}",

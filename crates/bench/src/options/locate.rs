@@ -23,8 +23,8 @@ pub struct LocateOptions {
     /// `--locate-iters`: timed operations per group.
     pub iters: u32,
     /// `--locate-window`: the least time every group is timed for (0: `iters` alone); the
-    /// count that takes is estimated from the job's own row, then from the groups its ranks
-    /// were measured in (docs/locate.md, "Windows"; [`window_iters`]).
+    /// count that takes is estimated from the groups its ranks were measured in, which round 1
+    /// learns in a short first pass (docs/locate.md, "Windows"; [`window_iters`]).
     pub window: f64,
     /// `--locate-deadline`: how long a group may take from the start of its round.
     pub deadline: Duration,

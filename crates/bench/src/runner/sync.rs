@@ -199,6 +199,7 @@ fn decode_row(text: &str) -> Result<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::SingleProcess;
 
     #[test]
     fn a_bad_row_from_a_process_is_quoted_clean_and_short() {
@@ -210,7 +211,6 @@ mod tests {
         assert!(decode_row(&long).unwrap_err().to_string().len() < 200);
         assert_eq!(decode_row("1 2.5").unwrap(), [1.0, 2.5]);
     }
-    use crate::bootstrap::SingleProcess;
 
     #[test]
     fn threads_agree_on_reductions() {

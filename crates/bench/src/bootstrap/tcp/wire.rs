@@ -49,7 +49,7 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// message): what rank 0 accepts from the others.
 pub fn body_size(tag: u8) -> Option<usize> {
     match tag {
-        BARRIER | HEARTBEAT => Some(0),
+        BARRIER => Some(0),
         REDUCE => Some(8),
         BCAST => Some(128),
         _ => None,
