@@ -2,6 +2,7 @@
 # Times the TCP rendezvous of N processes on this machine (`--dry-run`, torchrun-style
 # environment on 127.0.0.1): wall time from the first start to the last exit, median of RUNS.
 # Usage: ci/rendezvous-scale.sh BIN [N] [RUNS]. Prints one line per run and the median.
+# RDV_KEY=<secret> runs a keyed launch (every process stretches the secret once).
 set -euo pipefail
 bin=${1:?usage: rendezvous-scale.sh BIN [N] [RUNS]}
 n=${2:-256}
@@ -14,6 +15,7 @@ for run in $(seq 1 "$runs"); do
   for r in $(seq 0 $((n - 1))); do
     env -i PATH="$PATH" RANK="$r" WORLD_SIZE="$n" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
       NCCL_PERF_BOOTSTRAP_TIMEOUT=60 CUDA_VISIBLE_DEVICES=0 NCCL_TESTS_DEVICE=0 \
+      ${RDV_KEY:+NCCL_PERF_RENDEZVOUS_KEY="$RDV_KEY"} \
       "$bin" --dry-run -b 1M -e 1M >/dev/null 2>"/tmp/rdv-scale.$r.err" &
     pids+=($!)
   done

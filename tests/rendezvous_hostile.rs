@@ -197,12 +197,13 @@ fn hello_body(rank: u64, size: u64, local: i64, host: &str, items: &[Vec<u8>]) -
 fn say(port: u16, bytes: &[u8]) -> Vec<u8> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let mut challenge = [0u8; 37];
+    // Nonce, salt and signature: 96 bytes after the tag.
+    let mut challenge = [0u8; 101];
     s.read_exact(&mut challenge).unwrap();
     assert_eq!(
         &challenge[..5],
-        &[33, 0, 0, 0, 9],
-        "a length-33 challenge frame"
+        &[97, 0, 0, 0, 9],
+        "a length-97 challenge frame"
     );
     let _ = s.write_all(bytes);
     let mut answer = Vec::new();
@@ -367,8 +368,11 @@ fn a_process_of_another_job_on_the_same_port_is_refused() {
     let err = text(&so.stderr);
     assert_eq!(so.status.code(), Some(6), "{err}");
     assert!(err.contains("was refused"), "{err}");
+    // Rank 0's challenge is signed with job-a's key, which job-b's process cannot verify: it
+    // sends no signed hello and says whose key is missing.
     assert!(
-        err.contains("refused") && err.contains("not signed with this job's key"),
+        err.contains("no rank 0 of this job answered")
+            && err.contains("does not hold this job's key"),
         "{err}"
     );
 }
@@ -609,7 +613,11 @@ fn real_run_items(size: usize) -> Vec<Vec<u8>> {
     let port = l.local_addr().unwrap().port();
     let mut child = rank(BIN, 1, size, port, &[], &[]);
     let (mut s, _) = l.accept().unwrap();
-    s.write_all(&frame(9, &[5u8; 32])).unwrap();
+    // A challenge signed with the public key (no secret, no job id): nonce, salt, signature.
+    let (nonce, salt) = ([5u8; 32], [6u8; 32]);
+    let mac = sign(&public_key(), &[b"challenge", &nonce, &salt]);
+    s.write_all(&frame(9, &[&nonce[..], &salt, &mac].concat()))
+        .unwrap();
     let (tag, body) = read_frame(&mut s).unwrap();
     let _ = child.kill();
     let _ = child.wait();

@@ -1,9 +1,11 @@
 //! Who may join a rendezvous. Every process of one launch derives the same job key from what the
 //! launch shares and strangers lack: the launcher's job identity (Slurm job and step, torchrun
 //! run id, OpenMPI job id) and, when the user sets one, a secret (`NCCL_PERF_RENDEZVOUS_KEY` or
-//! the file named by `NCCL_PERF_RENDEZVOUS_KEY_FILE`). Rank 0 sends each connection a random
-//! nonce; the hello carries HMAC-SHA256(key, nonce ‖ hello), so the secret never travels and a
-//! recorded hello cannot be replayed. Rank 0's welcome (and an abort before it) is signed the
+//! the file named by `NCCL_PERF_RENDEZVOUS_KEY_FILE`), stretched with Argon2id under a salt
+//! rank 0 draws for each launch. Rank 0 sends each connection a challenge: a random nonce and
+//! the launch's salt, signed with the key, so a process answers only a rank 0 that holds the
+//! key (`tcp/challenge.rs`); the hello carries HMAC-SHA256(key, challenge ‖ hello), so the
+//! secret never travels and a recorded hello cannot be replayed. Rank 0's welcome (and an abort before it) is signed the
 //! same way over the process' own nonce, so a process that squats the port cannot pose as rank
 //! 0. Both nonces and the job key give each connection its session key, which authenticates
 //! every later frame (`tcp/seal.rs`). Only a secret keeps strangers out: a job identity alone
@@ -101,13 +103,15 @@ pub enum SecretError {
 const STRETCH_MEMORY_KIB: u32 = 19 * 1024;
 const STRETCH_PASSES: u32 = 2;
 
-/// Secrets shorter than this (in bytes) draw a warning: guessable from one captured hello.
+/// Secrets shorter than this (in characters) draw a warning: guessable from one captured hello.
 pub const SHORT_SECRET: usize = 16;
 
 impl Secret {
-    /// Whether the secret is set but shorter than [`SHORT_SECRET`] bytes.
+    /// Whether the secret is set but shorter than [`SHORT_SECRET`] characters (a secret that is
+    /// not UTF-8 counts in bytes).
     pub fn is_short(&self) -> bool {
-        self.is_set() && self.0.len() < SHORT_SECRET
+        let len = std::str::from_utf8(&self.0).map_or(self.0.len(), |t| t.chars().count());
+        self.is_set() && len < SHORT_SECRET
     }
 }
 
@@ -116,16 +120,20 @@ impl Secret {
 pub struct JobKey([u8; LEN]);
 
 impl JobKey {
-    /// From the launcher's job identity and the user's secret (either may be empty). The
-    /// secret is stretched with PBKDF2 (salted with the job identity); without one the key is
-    /// public to anyone who knows the job identity.
-    pub fn derive(job: &str, secret: &Secret) -> JobKey {
+    /// From the launcher's job identity, the user's secret (either may be empty) and the
+    /// launch's salt (rank 0 draws it at random and sends it in every challenge). The secret is
+    /// stretched with Argon2id salted with the launch's salt and the job identity, so a table
+    /// of guesses made for one launch is worth nothing for the next; without a secret the key
+    /// is public to anyone who knows the job identity, and the salt plays no part.
+    pub fn derive(job: &str, secret: &Secret, salt: &[u8]) -> JobKey {
         let mut stretched = [0u8; LEN];
         if secret.is_set() {
-            // The salt: a constant of ours and the job identity (every process knows both; it
-            // must be at least 8 bytes).
+            // A constant of ours, the launch's salt and the job identity (every process knows
+            // them once it has rank 0's challenge; Argon2 needs at least 8 bytes).
             let salt = [
-                b"nccl-perf rendezvous secret v3\0".as_slice(),
+                b"nccl-perf rendezvous secret v4\0".as_slice(),
+                &(salt.len() as u64).to_le_bytes(),
+                salt,
                 job.as_bytes(),
             ]
             .concat();
@@ -220,14 +228,14 @@ mod tests {
     fn the_key_depends_on_job_and_secret() {
         let none = Secret::default();
         let s = Secret::from_env(Some("hunter2\n"), None).unwrap();
-        let a = JobKey::derive("slurm:1.0", &none);
+        let a = JobKey::derive("slurm:1.0", &none, b"salt");
         let nonce = nonce().unwrap();
         let tag = a.sign(&[&nonce, b"hello"]);
         assert!(a.verify(&[&nonce, b"hello"], &tag));
         assert!(!a.verify(&[&nonce, b"hellp"], &tag));
         assert!(!a.verify(&[&nonce, b"hel", b"lo"], &tag));
-        assert!(!JobKey::derive("slurm:1.1", &none).verify(&[&nonce, b"hello"], &tag));
-        assert!(!JobKey::derive("slurm:1.0", &s).verify(&[&nonce, b"hello"], &tag));
+        assert!(!JobKey::derive("slurm:1.1", &none, b"salt").verify(&[&nonce, b"hello"], &tag));
+        assert!(!JobKey::derive("slurm:1.0", &s, b"salt").verify(&[&nonce, b"hello"], &tag));
         assert_ne!(super::nonce().unwrap(), nonce);
         // Sessions differ by either nonce, and from the job key.
         let other = super::nonce().unwrap();
@@ -235,6 +243,8 @@ mod tests {
         assert_ne!(s1, a.session(&other, &nonce).sign(&[b"x"]));
         assert_ne!(s1, a.sign(&[b"x"]));
         assert!(s.is_short() && !none.is_short());
+        // Counted in characters: eight two-byte characters are still short.
+        assert!(Secret::from_env(Some("ääääääää"), None).unwrap().is_short());
         assert!(
             !Secret::from_env(Some("a-long-enough-secret"), None)
                 .unwrap()
@@ -248,10 +258,18 @@ mod tests {
         // time (optimised: tens of milliseconds; the dev profile optimises argon2 too).
         let s = Secret::from_env(Some("hunter2"), None).unwrap();
         let t = std::time::Instant::now();
-        let a = JobKey::derive("job", &s).sign(&[b"x"]);
+        let a = JobKey::derive("job", &s, b"salt").sign(&[b"x"]);
         let took = t.elapsed();
-        assert_eq!(a, JobKey::derive("job", &s).sign(&[b"x"]));
-        assert_ne!(a, JobKey::derive("job2", &s).sign(&[b"x"]));
+        assert_eq!(a, JobKey::derive("job", &s, b"salt").sign(&[b"x"]));
+        assert_ne!(a, JobKey::derive("job2", &s, b"salt").sign(&[b"x"]));
+        // Another launch's salt: another key (a table of guesses for one is no use for another).
+        assert_ne!(a, JobKey::derive("job", &s, b"salt2").sign(&[b"x"]));
+        // Without a secret the salt plays no part (the key is public anyway).
+        let none = Secret::default();
+        assert_eq!(
+            JobKey::derive("job", &none, b"salt").sign(&[b"x"]),
+            JobKey::derive("job", &none, b"other").sign(&[b"x"])
+        );
         assert!(took > std::time::Duration::from_millis(2), "{took:?}");
     }
 

@@ -12,6 +12,7 @@
 //! `words.rs`.
 
 mod beat;
+mod challenge;
 mod door;
 mod join;
 mod meet;
@@ -56,8 +57,15 @@ pub struct TcpBootstrap {
     timeout: Duration,
     /// How long a peer may stay silent before it is named as stopped (`None`: heartbeats off).
     silence: Option<Duration>,
-    /// The job key every hello and welcome is signed with.
+    /// The job key every challenge, hello and welcome is signed with: rank 0's from the
+    /// start (under the salt it draws), another process' once rank 0's challenge has given it
+    /// the launch's salt (until then, the key without the secret, which proves nothing).
     key: JobKey,
+    /// The launch's salt (rank 0: drawn at random; the others: from rank 0's challenge).
+    salt: [u8; super::auth::LEN],
+    /// What the key is derived from.
+    job: String,
+    secret: super::auth::Secret,
     /// The key proves the job (a secret or a launcher job id): a misfit that holds it is a
     /// wrong launch, not a stranger.
     strong: bool,
@@ -116,6 +124,16 @@ impl TcpBootstrap {
     /// Meets the other processes of `launch`; `color` is this process' split colour and `run`
     /// what it runs (every process must run the same).
     pub fn connect(launch: &TcpLaunch, color: i64, run: &Fingerprint) -> Result<TcpBootstrap> {
+        Self::connect_via(launch, color, run, &join::resolve)
+    }
+
+    /// [`TcpBootstrap::connect`], the others finding rank 0's addresses with `resolve`.
+    fn connect_via(
+        launch: &TcpLaunch,
+        color: i64,
+        run: &Fingerprint,
+        resolve: join::Resolve,
+    ) -> Result<TcpBootstrap> {
         let me = Hello {
             rank: launch.rank,
             size: launch.size,
@@ -127,6 +145,7 @@ impl TcpBootstrap {
             run: run.clone(),
             nonce: super::auth::nonce().map_err(|e| failure(e.to_string(), false))?,
         };
+        let salt = super::auth::nonce().map_err(|e| failure(e.to_string(), false))?;
         let mut b = TcpBootstrap {
             launcher: launch.launcher,
             rank: launch.rank,
@@ -140,7 +159,16 @@ impl TcpBootstrap {
             },
             address: format_address(&launch.host, launch.port),
             timeout: launch.timeout,
-            key: JobKey::derive(&launch.job, &launch.secret),
+            // Rank 0 stretches the secret once, under the salt it draws for this launch; the
+            // others do when they have it (join.rs).
+            key: if launch.rank == 0 && launch.size > 1 {
+                JobKey::derive(&launch.job, &launch.secret, &salt)
+            } else {
+                JobKey::derive(&launch.job, &super::auth::Secret::default(), &salt)
+            },
+            salt,
+            job: launch.job.clone(),
+            secret: launch.secret.clone(),
             strong: launch.secret.is_set() || !launch.job.is_empty(),
             silence: launch.silence,
             link: Mutex::new(Link::Alone),
@@ -157,7 +185,7 @@ impl TcpBootstrap {
             let peers = b.accept_all(launch, &me)?;
             Link::Root(peers)
         } else {
-            let (stream, session) = b.join(launch, &me)?;
+            let (stream, session) = b.join(launch, &me, resolve)?;
             let (stream, writer) =
                 beat::link(stream, &session, seal::Direction::ToRoot).map_err(|e| {
                     failure(
@@ -213,7 +241,7 @@ impl TcpBootstrap {
                 ),
                 true,
             )),
-            Err(Wait::Failed(RecvError::Other(e))) => Err(failure(
+            Err(Wait::Failed(e)) => Err(failure(
                 format!("rank 0 at {}: {e} during the {what}", self.address),
                 false,
             )),
@@ -331,7 +359,7 @@ impl TcpBootstrap {
                     false,
                     vec![rank],
                 ),
-                Err(Wait::Failed(RecvError::Other(e))) => lost(
+                Err(Wait::Failed(e @ (RecvError::Other(_) | RecvError::Malformed(_)))) => lost(
                     format!("rank {rank} ({host}): {e} during the {what}"),
                     false,
                     vec![rank],
@@ -395,10 +423,20 @@ impl TcpBootstrap {
 /// Closes a connection in order: the write side first (what was sent, an abort message above
 /// all, arrives before the end), then whatever the peer sent is read, so that closing does not
 /// reset the connection and destroy a message the peer has not read yet.
+/// That reading ends by [`CLOSE_LIMIT`]: a peer (or a relay on the way) that keeps sending, or
+/// trickles a frame a byte at a time, cannot hold a process that is done.
 fn close(s: &mut Inbound, heard: &mut Instant) {
     let _ = s.stream.shutdown(std::net::Shutdown::Write);
-    while let Ok(Some(_)) = beat::drain(s, heard) {}
+    let until = Instant::now() + CLOSE_LIMIT;
+    while Instant::now() < until {
+        if !matches!(beat::drain_by(s, heard, until), Ok(Some(_))) {
+            break;
+        }
+    }
 }
+
+/// How long closing a connection may spend reading what the peer still sends.
+const CLOSE_LIMIT: Duration = Duration::from_secs(1);
 
 impl Drop for Peer {
     fn drop(&mut self) {
@@ -579,7 +617,7 @@ impl Bootstrap for TcpBootstrap {
 /// Tells every peer but `skip` why the run stops (best effort; each through its writer, so
 /// no heartbeat cuts in); `timed_out` sets their exit code.
 fn abort_peers(peers: &[Peer], skip: Option<usize>, why: &str, timed_out: bool) {
-    let body = Encoder::default().u32(failed_kind(timed_out)).str(why).0;
+    let body = wire::abort_body(failed_kind(timed_out), why);
     for (i, p) in peers.iter().enumerate() {
         if Some(i) != skip {
             let _ = beat::send(&p.writer, wire::ABORT, &body, Duration::from_secs(1));
@@ -605,7 +643,7 @@ fn abort_unwelcomed<'a>(
     why: &str,
     kind: u32,
 ) {
-    let body = Encoder::default().u32(kind).str(why).0;
+    let body = wire::abort_body(kind, why);
     for (s, nonce) in peers {
         let mut signed = body.clone();
         signed.extend_from_slice(&key.sign(&[b"abort", nonce, &body]));
@@ -613,5 +651,7 @@ fn abort_unwelcomed<'a>(
     }
 }
 
+#[cfg(test)]
+mod squat_tests;
 #[cfg(test)]
 mod tests;

@@ -81,7 +81,7 @@ const WRITE_LIMIT: Duration = Duration::from_millis(100);
 /// How long a read of a message already arriving may take when draining without waiting
 /// (generous: a busy machine may not run this thread for a while, and a message cut short
 /// would leave the stream out of step).
-const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+pub(super) const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 
 /// A heartbeat every `silence / 5`, at most every second and at least every 50 ms.
 pub(super) fn period(silence: Duration) -> Duration {
@@ -178,10 +178,20 @@ const DRAIN_MAX: usize = 1024;
 
 /// Reads what a peer has sent, without waiting: heartbeats move `heard`; the first other
 /// message is returned for the caller to keep. A closed connection is `Err(Closed)` once
-/// everything the peer sent before closing has been read.
+/// everything the peer sent before closing has been read. A message already arriving is given
+/// [`DRAIN_LIMIT`] in all to arrive whole.
 pub(super) fn drain(
     s: &mut Inbound,
     heard: &mut Instant,
+) -> Result<Option<(u8, Vec<u8>)>, RecvError> {
+    drain_by(s, heard, Instant::now() + DRAIN_LIMIT)
+}
+
+/// [`drain`], every read ending by `until` (a peer that trickles bytes cannot hold it longer).
+pub(super) fn drain_by(
+    s: &mut Inbound,
+    heard: &mut Instant,
+    until: Instant,
 ) -> Result<Option<(u8, Vec<u8>)>, RecvError> {
     for _ in 0..DRAIN_MAX {
         match wire::poll(&s.stream) {
@@ -189,7 +199,7 @@ pub(super) fn drain(
             Some(false) => return Err(RecvError::Closed),
             Some(true) => {}
         }
-        let m = recv(s, Instant::now() + DRAIN_LIMIT)?;
+        let m = recv(s, until)?;
         *heard = Instant::now();
         if m.0 != wire::HEARTBEAT {
             return Ok(Some(m));
@@ -214,7 +224,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let b = l.accept().unwrap().0;
-        let key = JobKey::derive("test", &Default::default()).session(&[1; 32], &[2; 32]);
+        let key = JobKey::derive("test", &Default::default(), b"salt").session(&[1; 32], &[2; 32]);
         (
             link(a, &key, Direction::FromRoot).unwrap(),
             link(b, &key, Direction::ToRoot).unwrap(),

@@ -9,8 +9,9 @@
 //! Refusals are one warning line each on stderr, rate-limited; connections closed for load are
 //! counted by source and summed up.
 
+use super::challenge::{self, Challenge};
 use super::wire;
-use crate::bootstrap::auth;
+use crate::bootstrap::auth::{self, JobKey};
 use crate::bootstrap::peer_text;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -25,14 +26,17 @@ pub const MAX_PENDING: usize = 512;
 pub const HELLO_WAIT: Duration = Duration::from_secs(5);
 /// Refusal lines printed before rate limiting starts (then one a second).
 const SHOWN_FREELY: usize = 8;
-/// Source addresses whose load drops are counted one by one (the rest are summed together).
-const COUNTED_SOURCES: usize = 64;
+/// Source addresses whose load drops are counted one by one. Past that many, the address
+/// counted least gives its place to the new one (which starts from its count: a "space-saving"
+/// count), so any address that caused more than one drop in this many is always among them,
+/// however many addresses a flood comes from.
+const COUNTED_SOURCES: usize = 1024;
 
 /// A connection that has not said hello yet.
 struct Pending {
     stream: TcpStream,
     from: SocketAddr,
-    nonce: [u8; auth::LEN],
+    challenge: [u8; challenge::BYTES],
     head: [u8; 4],
     got: usize,
     body: Vec<u8>,
@@ -45,8 +49,8 @@ pub struct Arrival {
     pub stream: TcpStream,
     /// Where it came from.
     pub from: SocketAddr,
-    /// The nonce rank 0 sent it.
-    pub nonce: [u8; auth::LEN],
+    /// The challenge rank 0 sent it (the hello is signed over it).
+    pub challenge: [u8; challenge::BYTES],
     /// The hello's body (after the tag).
     pub body: Vec<u8>,
 }
@@ -64,9 +68,12 @@ pub enum Next {
     TimedOut,
 }
 
-/// The listening socket and the connections waiting at it.
+/// The listening sockets and the connections waiting at them.
 pub struct Door {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
+    /// The job key and the launch's salt, for the challenges.
+    key: JobKey,
+    salt: [u8; auth::LEN],
     pending: Vec<Pending>,
     refused: usize,
     hidden: usize,
@@ -85,11 +92,20 @@ enum Read_ {
 }
 
 impl Door {
-    /// A door on a listening socket (made non-blocking).
-    pub fn new(listener: TcpListener) -> io::Result<Door> {
-        listener.set_nonblocking(true)?;
+    /// A door on listening sockets (made non-blocking), challenging every connection with
+    /// the launch's `salt` signed with `key`.
+    pub fn new(
+        listeners: Vec<TcpListener>,
+        key: JobKey,
+        salt: [u8; auth::LEN],
+    ) -> io::Result<Door> {
+        for l in &listeners {
+            l.set_nonblocking(true)?;
+        }
         Ok(Door {
-            listener,
+            listeners,
+            key,
+            salt,
             pending: Vec::new(),
             refused: 0,
             hidden: 0,
@@ -129,7 +145,8 @@ impl Door {
             let Some(woke) = self.wait_for_events(seated, wait) else {
                 continue;
             };
-            let base = 1 + self.pending.len();
+            let lists = self.listeners.len();
+            let base = lists + self.pending.len();
             if let Some(i) = woke[base..].iter().position(|&w| w) {
                 // A seated process that stirs has either left (closed, nothing unread) or sent
                 // something it should not have; either way it is dealt with now, so that its
@@ -140,7 +157,9 @@ impl Door {
                 };
             }
             // Pending connections first (their indexes shift once new ones are accepted).
-            let ready: Vec<usize> = (0..self.pending.len()).filter(|&i| woke[1 + i]).collect();
+            let ready: Vec<usize> = (0..self.pending.len())
+                .filter(|&i| woke[lists + i])
+                .collect();
             for &i in ready.iter().rev() {
                 match read_some(&mut self.pending[i]) {
                     Read_::More => {}
@@ -151,7 +170,7 @@ impl Door {
                         return Next::Hello(Arrival {
                             stream: p.stream,
                             from: p.from,
-                            nonce: p.nonce,
+                            challenge: p.challenge,
                             body: p.body,
                         });
                     }
@@ -161,18 +180,19 @@ impl Door {
                     }
                 }
             }
-            if woke[0] {
-                self.accept_burst();
+            let ready: Vec<usize> = (0..lists).filter(|&l| woke[l]).collect();
+            for l in ready {
+                self.accept_burst(l);
             }
         }
     }
 
-    /// Waits up to `wait` for the listener, a pending connection or a seated process to
-    /// stir: which of them did (listener, then pending, then seated), or `None` when none did.
+    /// Waits up to `wait` for a listener, a pending connection or a seated process to stir:
+    /// which of them did (listeners, then pending, then seated), or `None` when none did.
     fn wait_for_events(&self, seated: &[&TcpStream], wait: Duration) -> Option<Vec<bool>> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let mut fds = Vec::with_capacity(1 + self.pending.len() + seated.len());
-        fds.push(PollFd::new(&self.listener, PollFlags::IN));
+        let mut fds = Vec::with_capacity(self.listeners.len() + self.pending.len() + seated.len());
+        fds.extend(self.listeners.iter().map(|l| PollFd::new(l, PollFlags::IN)));
         fds.extend(
             self.pending
                 .iter()
@@ -195,28 +215,30 @@ impl Door {
         }
     }
 
-    /// Takes every connection waiting at the listener (up to a burst), sending each its nonce.
-    fn accept_burst(&mut self) {
+    /// Takes every connection waiting at listener `l` (up to a burst), sending each its
+    /// challenge.
+    fn accept_burst(&mut self, l: usize) {
         for _ in 0..256 {
-            match self.listener.accept() {
+            match self.listeners[l].accept() {
                 Ok((stream, from)) => {
                     if self.pending.len() >= MAX_PENDING {
                         self.drop_for_load();
                     }
-                    let Ok(nonce) = auth::nonce() else {
+                    let Ok(challenge) = Challenge::new(&self.key, &self.salt) else {
                         // No random source: nobody can be challenged (connect() failed already
                         // on this process if it never had one).
                         continue;
                     };
+                    let challenge = challenge.bytes();
                     let ok = stream.set_nonblocking(true).is_ok()
                         && stream.set_nodelay(true).is_ok()
-                        && wire::frame(wire::CHALLENGE, &nonce)
+                        && wire::frame(wire::CHALLENGE, &challenge)
                             .is_ok_and(|f| (&stream).write(&f).is_ok_and(|n| n == f.len()));
                     if ok {
                         self.pending.push(Pending {
                             stream,
                             from,
-                            nonce,
+                            challenge,
                             head: [0; 4],
                             got: 0,
                             body: Vec::new(),
@@ -250,11 +272,7 @@ impl Door {
         let p = self.pending.swap_remove(i);
         let _ = p.stream.shutdown(Shutdown::Both);
         self.load_dropped += 1;
-        if let Some(n) = self.load_drops.get_mut(&ip) {
-            *n += 1;
-        } else if self.load_drops.len() < COUNTED_SOURCES {
-            self.load_drops.insert(ip, 1);
-        }
+        count_source(&mut self.load_drops, ip);
     }
 
     /// How many connections were closed for load and from where (`None`: none were), e.g.
@@ -336,6 +354,24 @@ impl Door {
             self.hidden = 0;
         }
     }
+}
+
+/// Counts one more drop for `ip` in `counts`, which never holds more than [`COUNTED_SOURCES`]
+/// addresses: a new address when it is full takes the place of one counted least, starting
+/// from that count (so counts may be over, never under, and the heavy sources stay).
+fn count_source(counts: &mut BTreeMap<IpAddr, usize>, ip: IpAddr) {
+    if let Some(n) = counts.get_mut(&ip) {
+        *n += 1;
+        return;
+    }
+    let mut start = 0;
+    if counts.len() >= COUNTED_SOURCES
+        && let Some((&least, &n)) = counts.iter().min_by_key(|&(_, n)| *n)
+    {
+        counts.remove(&least);
+        start = n;
+    }
+    counts.insert(ip, start + 1);
 }
 
 /// Reads what has arrived of a hello frame, without waiting.
@@ -440,8 +476,30 @@ fn load_victim(from: &[IpAddr], mut below: impl FnMut(usize) -> usize) -> Option
 
 #[cfg(test)]
 mod tests {
-    use super::{load_victim, raise_to};
+    use super::{COUNTED_SOURCES, count_source, load_victim, raise_to};
+    use std::collections::BTreeMap;
     use std::net::IpAddr;
+
+    #[test]
+    fn a_source_with_many_drops_is_counted_among_thousands_of_addresses() {
+        // A flood from 5000 addresses, one drop each, with a real rank's address dropped now
+        // and then (before: only the first 64 addresses were counted, so it never appeared).
+        let mut counts = BTreeMap::new();
+        let real: IpAddr = "192.0.2.1".parse().unwrap();
+        for i in 0..5000u32 {
+            let ip = IpAddr::from(std::net::Ipv6Addr::from(0x2001_0db8_u128 << 96 | i as u128));
+            count_source(&mut counts, ip);
+            if i % 100 == 0 {
+                count_source(&mut counts, real);
+            }
+        }
+        assert!(counts.len() <= COUNTED_SOURCES);
+        assert!(
+            counts.get(&real).is_some_and(|&n| n >= 50),
+            "{:?}",
+            counts.get(&real)
+        );
+    }
 
     #[test]
     fn the_descriptor_limit_is_raised_toward_the_hard_one_only_when_needed() {

@@ -3,6 +3,7 @@
 //! group ranks, signed over the process' own nonce. The door (`door.rs`) serves the
 //! connections; the other processes' side is `join.rs`.
 
+use super::challenge;
 use super::door::{Door, Next};
 use super::seal::Direction;
 use super::wire::{self, Decoder, Encoder, WireError};
@@ -12,7 +13,7 @@ use crate::bootstrap::fingerprint::{self, Fingerprint};
 use crate::bootstrap::launch::TcpLaunch;
 use crate::bootstrap::{Group, local, peer_text};
 use crate::error::{Error, Result};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 /// How long rank 0 stays after a wrong launch to tell the processes still on their way why
@@ -149,7 +150,7 @@ impl Refusals {
 struct Seated {
     hello: Hello,
     stream: TcpStream,
-    challenge: [u8; auth::LEN],
+    challenge: [u8; challenge::BYTES],
 }
 
 /// The hello in a frame signed with `key` over `challenge` (`None`: unreadable or unsigned).
@@ -260,9 +261,9 @@ impl TcpBootstrap {
         if let Some(warning) = super::door::make_room(self.size) {
             crate::eline!("{warning}");
         }
-        let listener = listen(launch)?;
-        let mut door =
-            Door::new(listener).map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?;
+        let listeners = listen(launch)?;
+        let mut door = Door::new(listeners, self.key.clone(), self.salt)
+            .map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?;
         let deadline = Instant::now() + self.timeout;
         let mut slots: Vec<Option<Seated>> = (1..self.size).map(|_| None).collect();
         let mut refusals = Refusals::new(self.size);
@@ -327,13 +328,13 @@ impl TcpBootstrap {
                     }
                     continue;
                 }
-                Next::Hello(a) => match self.judge(&a.nonce, &a.body, me, &slots) {
+                Next::Hello(a) => match self.judge(&a.challenge, &a.body, me, &slots) {
                     Verdict::Seat(h) => {
                         let r = h.rank;
                         slots[r - 1] = Some(Seated {
                             hello: h,
                             stream: a.stream,
-                            challenge: a.nonce,
+                            challenge: a.challenge,
                         });
                         arrived += 1;
                         continue;
@@ -393,7 +394,7 @@ impl TcpBootstrap {
         let told = format!("the launch stopped before this process arrived: {msg}");
         while late > 0 {
             match door.next(until, &[]) {
-                Next::Hello(a) => match signed_hello(&self.key, &a.nonce, &a.body) {
+                Next::Hello(a) => match signed_hello(&self.key, &a.challenge, &a.body) {
                     Some(h) => {
                         let mut s = a.stream;
                         abort_unwelcomed(
@@ -482,49 +483,87 @@ fn peer_addr(s: &TcpStream) -> SocketAddr {
         .unwrap_or_else(|_| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
 }
 
-/// Rank 0's listening socket, on the address the other ranks are given (`NCCL_PERF_RENDEZVOUS_BIND`
-/// overrides it). A name that resolves only to a loopback address here (Debian's 127.0.1.1)
-/// while the others resolve it elsewhere gets every interface, with a note.
-fn listen(launch: &TcpLaunch) -> Result<TcpListener> {
+/// Rank 0's listening sockets, on every address the other ranks are given: every address its
+/// host name resolves to here, so that no process on this host can squat one of them (another
+/// address family's, say `::1` beside `127.0.0.1`) and meet the others first: binding fails and
+/// says the port is taken instead. `NCCL_PERF_RENDEZVOUS_BIND` overrides it. A name that
+/// resolves only to a loopback address here (Debian's 127.0.1.1) while the others resolve it
+/// elsewhere gets every interface of both families, with a note.
+fn listen(launch: &TcpLaunch) -> Result<Vec<TcpListener>> {
     let (host, port) = (launch.host.as_str(), launch.port);
-    let addr = match &launch.bind {
-        Some(ip) => SocketAddr::new(*ip, port),
+    let addrs = match &launch.bind {
+        Some(ip) => vec![SocketAddr::new(*ip, port)],
         None => {
-            let resolved: Vec<SocketAddr> = (host, port)
+            let mut resolved: Vec<SocketAddr> = (host, port)
                 .to_socket_addrs()
                 .map(|a| a.collect())
                 .unwrap_or_default();
-            // Prefer IPv4 (a host without IPv6 cannot bind ::1 even when the name resolves to it).
-            let first = resolved.iter().find(|a| a.is_ipv4()).or(resolved.first());
+            resolved.dedup();
             let named_loopback =
                 host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-            match first {
-                Some(a) if !a.ip().is_loopback() || named_loopback => *a,
-                _ => {
-                    let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
-                    crate::eline!(
-                        "nccl-perf: rank 0 listens on {any}: '{host}' resolves to no address of \
-                         this host's network here (set NCCL_PERF_RENDEZVOUS_BIND=<address> to choose)"
-                    );
-                    any
-                }
+            if !resolved.is_empty()
+                && (named_loopback || resolved.iter().any(|a| !a.ip().is_loopback()))
+            {
+                resolved
+            } else {
+                let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
+                crate::eline!(
+                    "nccl-perf: rank 0 listens on {any} and [::]:{port}: '{host}' resolves to no \
+                     address of this host's network here (set NCCL_PERF_RENDEZVOUS_BIND=<address> \
+                     to choose)"
+                );
+                vec![
+                    any,
+                    SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+                ]
             }
         }
     };
-    bind_listener(addr).map_err(|e| {
-        let why = if e.kind() == std::io::ErrorKind::AddrInUse {
-            "another process already listens on that port: a second rank 0 of this launch (check \
-             that every process gets its own rank) or another job"
-                .to_string()
-        } else {
-            e.to_string()
-        };
-        Error::Launch(format!(
-            "rank 0 could not listen on {addr} for the rendezvous: {why}. Pick a free port with \
-             NCCL_PERF_RENDEZVOUS_PORT=<port> (or NCCL_PERF_RENDEZVOUS=<host>:<port>) for every \
-             process, or the address with NCCL_PERF_RENDEZVOUS_BIND=<ip>"
-        ))
-    })
+    listen_on(&addrs)
+}
+
+/// Listens on every one of `addrs` (the same port). An address this host cannot have (another
+/// host's, or IPv6 where it is off) is skipped while another one binds; one that another
+/// process holds stops rank 0: it says so rather than leave that address to whoever holds it.
+pub(super) fn listen_on(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut skipped = None;
+    for &addr in addrs {
+        match bind_listener(addr) {
+            Ok(l) => listeners.push(l),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(cannot_listen(addr, &e));
+            }
+            Err(e) => {
+                skipped.get_or_insert((addr, e));
+            }
+        }
+    }
+    match (listeners.is_empty(), skipped) {
+        (false, _) => Ok(listeners),
+        (true, Some((addr, e))) => Err(cannot_listen(addr, &e)),
+        (true, None) => Err(Error::Launch(
+            "rank 0 has no address to listen on for the rendezvous: set \
+             NCCL_PERF_RENDEZVOUS_BIND=<ip>"
+                .into(),
+        )),
+    }
+}
+
+/// Rank 0 cannot listen on `addr`: what to do about it.
+fn cannot_listen(addr: SocketAddr, e: &std::io::Error) -> Error {
+    let why = if e.kind() == std::io::ErrorKind::AddrInUse {
+        "another process already listens on that port: a second rank 0 of this launch (check \
+         that every process gets its own rank) or another job"
+            .to_string()
+    } else {
+        e.to_string()
+    };
+    Error::Launch(format!(
+        "rank 0 could not listen on {addr} for the rendezvous: {why}. Pick a free port with \
+         NCCL_PERF_RENDEZVOUS_PORT=<port> (or NCCL_PERF_RENDEZVOUS=<host>:<port>) for every \
+         process, or the address with NCCL_PERF_RENDEZVOUS_BIND=<ip>"
+    ))
 }
 
 /// How many connections the kernel queues before rank 0 accepts them (std's default is 128):
@@ -542,6 +581,11 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     };
     let fd = socket(family, SocketType::STREAM, None)?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
+    if addr.is_ipv6() {
+        // IPv6 only: the IPv4 addresses are bound on their own (a dual-stack `[::]` would
+        // clash with `0.0.0.0`).
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
     bind(&fd, &addr)?;
     listen(&fd, BACKLOG)?;
     Ok(TcpListener::from(fd))

@@ -76,7 +76,8 @@ mod tests {
     use crate::bootstrap::auth::Secret;
 
     fn pair() -> (Seal, Seal) {
-        let session = JobKey::derive("job", &Secret::default()).session(&[1; 32], &[2; 32]);
+        let session =
+            JobKey::derive("job", &Secret::default(), b"salt").session(&[1; 32], &[2; 32]);
         (
             Seal::new(&session, Direction::ToRoot),
             Seal::new(&session, Direction::ToRoot),
@@ -98,7 +99,8 @@ mod tests {
         assert_eq!(rx.open(3, b[..b.len() - 1].to_vec()), Err(Tampered));
         assert_eq!(rx.open(3, Vec::new()), Err(Tampered));
         assert_eq!(rx.open(3, b.clone()).unwrap(), b"second");
-        let session = JobKey::derive("job", &Secret::default()).session(&[1; 32], &[2; 32]);
+        let session =
+            JobKey::derive("job", &Secret::default(), b"salt").session(&[1; 32], &[2; 32]);
         let mut back = Seal::new(&session, Direction::FromRoot);
         let (mut tx, _) = pair();
         assert_eq!(back.open(3, tx.close(3, b"x")), Err(Tampered));

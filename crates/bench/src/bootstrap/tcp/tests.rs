@@ -4,14 +4,14 @@ use super::*;
 use crate::bootstrap::fingerprint::Fingerprint;
 use std::net::TcpListener;
 
-fn test_fingerprint() -> Fingerprint {
+pub(super) fn test_fingerprint() -> Fingerprint {
     Fingerprint(vec!["test_perf".into(), "1".into(), "-b 1M".into()])
 }
 
 /// A free port below the kernel's ephemeral range (from 10000; as tests/programs' helper): a
 /// port from bind(0) can be taken as a local port by a connection another test makes before
 /// rank 0 listens on it.
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
@@ -26,7 +26,7 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
+pub(super) fn launch(rank: usize, size: usize, port: u16, timeout_ms: u64) -> TcpLaunch {
     TcpLaunch {
         launcher: "test",
         rank,
@@ -430,7 +430,7 @@ fn strays_and_duplicates() {
         let err = stray.unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("refused") && msg.contains("not signed with this job's key"),
+            msg.contains("was refused") && msg.contains("does not hold this job's key"),
             "{msg}"
         );
         assert_eq!(err.exit_code(), 6);
@@ -597,7 +597,12 @@ fn an_unsigned_abort_before_the_welcome_makes_a_process_try_again() {
             TcpBootstrap::connect(&launch(1, 2, port, 10_000), 0, &test_fingerprint())?.barrier()
         });
         let (mut c, _) = fake.accept().unwrap();
-        wire::send(&mut c, wire::CHALLENGE, &[1; 32], Duration::from_secs(1)).unwrap();
+        // A challenge signed with the job's key: without a secret anyone can make one.
+        let public = JobKey::derive("test-job", &Default::default(), &[]);
+        let challenge = challenge::Challenge::new(&public, &[1; 32])
+            .unwrap()
+            .bytes();
+        wire::send(&mut c, wire::CHALLENGE, &challenge, Duration::from_secs(1)).unwrap();
         let (tag, _) = wire::recv(&mut c, Instant::now() + Duration::from_secs(5)).unwrap();
         assert_eq!(tag, wire::HELLO);
         let abort = Encoder::default()
@@ -619,7 +624,8 @@ fn a_connection_closed_for_load_is_closed_not_told_to_stop() {
     use std::io::Read;
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    let mut door = door::Door::new(l).unwrap();
+    let key = JobKey::derive("test-job", &Default::default(), &[]);
+    let mut door = door::Door::new(vec![l], key, [0; 32]).unwrap();
     let mut clients = Vec::new();
     for _ in 0..door::MAX_PENDING + 20 {
         clients.push(std::net::TcpStream::connect(addr).unwrap());
@@ -632,7 +638,7 @@ fn a_connection_closed_for_load_is_closed_not_told_to_stop() {
     }
     let (mut closed, mut waiting) = (0, 0);
     for c in &mut clients {
-        let mut challenge = [0u8; 37];
+        let mut challenge = [0u8; 5 + challenge::BYTES];
         c.read_exact(&mut challenge).unwrap();
         assert_eq!(challenge[4], wire::CHALLENGE);
         c.set_nonblocking(true).unwrap();
@@ -656,11 +662,11 @@ fn a_connection_closed_for_load_is_closed_not_told_to_stop() {
 
 #[test]
 fn a_contribution_of_the_wrong_size_is_refused_naming_its_rank() {
-    // A member that sends 9 bytes for an allreduce (8: one f64) is named, rather than its value
-    // read as NaN or a prefix of it used.
+    // A member that sends 7 bytes for an allreduce (8: one f64) is named, rather than its value
+    // read as NaN.
     let results = run_ranks(2, &[0, 1], 20_000, &[], |b| {
         if b.world_rank() == 1 {
-            let odd = vec![0u8; 9];
+            let odd = vec![0u8; 7];
             return b
                 .collective(wire::REDUCE, odd, &|bodies, _| {
                     vec![std::rc::Rc::from([]); bodies.len()]
@@ -671,10 +677,27 @@ fn a_contribution_of_the_wrong_size_is_refused_naming_its_rank() {
     });
     let e = results[0].as_ref().unwrap_err().to_string();
     assert!(
-        e.contains("rank 1") && e.contains("sent 9 bytes for the allreduce, which takes 8"),
+        e.contains("rank 1") && e.contains("sent 7 bytes for the allreduce, which takes 8"),
         "{e}"
     );
     assert!(results[1].is_err());
+    // 9 bytes (a prefix of them was used before): the frame is longer than an allreduce's,
+    // refused before its body is read.
+    let results = run_ranks(2, &[0, 1], 20_000, &[], |b| {
+        if b.world_rank() == 1 {
+            return b
+                .collective(wire::REDUCE, vec![0u8; 9], &|bodies, _| {
+                    vec![std::rc::Rc::from([]); bodies.len()]
+                })
+                .map(|_| 0.0);
+        }
+        b.allreduce(1.0, Reduce::Sum)
+    });
+    let e = results[0].as_ref().unwrap_err().to_string();
+    assert!(
+        e.contains("rank 1") && e.contains("a frame of 41 bytes for an allreduce (at most 40)"),
+        "{e}"
+    );
     assert_eq!(wire::body_size(wire::GATHER), None);
     assert_eq!(wire::body_size(wire::BCAST), Some(128));
 }

@@ -34,8 +34,16 @@ impl TcpBootstrap {
                 ),
                 false,
             )),
+            Err(RecvError::TimedOut) => Err(failure(
+                format!(
+                    "rank 0 at {} began a message and did not finish it within {}: {UNFINISHED}",
+                    self.address,
+                    secs(beat::DRAIN_LIMIT)
+                ),
+                true,
+            )),
             Err(e) => Err(failure(
-                format!("the connection to rank 0 at {}: {e:?}", self.address),
+                format!("the connection to rank 0 at {}: {e}", self.address),
                 false,
             )),
         }
@@ -77,7 +85,18 @@ impl TcpBootstrap {
                     ),
                     false,
                 ),
-                Err(e) => (format!("rank {} ({}): {e:?}", p.rank, p.host), false),
+                Err(RecvError::TimedOut) => (
+                    format!(
+                        "rank {} (pid {} on {}) began a message and did not finish it within \
+                         {}: {UNFINISHED}",
+                        p.rank,
+                        p.pid,
+                        p.host,
+                        secs(beat::DRAIN_LIMIT)
+                    ),
+                    true,
+                ),
+                Err(e) => (format!("rank {} ({}): {e}", p.rank, p.host), false),
             };
             let rank = p.rank;
             abort_peers(peers, Some(i), &msg, timed_out);
@@ -102,3 +121,6 @@ impl Peer {
 /// What a silent process may be going through, for the messages that name it.
 pub(super) const STOPPED: &str = "its process is stopped (SIGSTOP, a debugger) or frozen, or its host is \
                        unreachable";
+
+/// What a message begun and never finished means, for the messages that name its sender.
+const UNFINISHED: &str = "its connection stalled, or something on the way (a relay) holds it up";

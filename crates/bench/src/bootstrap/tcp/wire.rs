@@ -45,6 +45,42 @@ pub mod abort {
 /// The largest message accepted (a gathered text block).
 const MAX_MESSAGE: usize = 64 << 20;
 
+/// The largest abort accepted, its signature or seal included (the text is cut to fit when
+/// sent: [`abort_body`]).
+const MAX_ABORT: usize = 16 << 10;
+
+/// Length of a signature or seal (HMAC-SHA256) at the end of a body.
+const MAC: usize = 32;
+
+/// The most bytes a frame of `tag` may carry after its tag, signature or seal included
+/// (`None`: no message of ours has that tag). A frame's length is checked against this
+/// before its body is read, so a length that does not fit its tag costs no wait and no memory:
+/// a heartbeat is 32 bytes, never 64 MiB.
+pub fn max_body(tag: u8) -> Option<usize> {
+    Some(match tag {
+        CHALLENGE => super::challenge::BYTES,
+        HELLO => super::door::MAX_HELLO,
+        // Four u64s and the signature.
+        WELCOME => 4 * 8 + MAC,
+        HEARTBEAT => MAC,
+        BARRIER | REDUCE | BCAST => body_size(tag)? + MAC,
+        ABORT => MAX_ABORT,
+        REPLY | GATHER | ALLGATHER => MAX_MESSAGE,
+        _ => return None,
+    })
+}
+
+/// An abort's body: its kind and `why`, cut (at a character boundary) so that the frame, with
+/// a signature or seal added, stays within [`MAX_ABORT`].
+pub fn abort_body(kind: u32, why: &str) -> Vec<u8> {
+    let room = MAX_ABORT - MAC - 8;
+    let mut end = why.len().min(room);
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    Encoder::default().u32(kind).str(&why[..end]).0
+}
+
 /// The size a collective contribution of `tag` must have (`None`: any size up to the largest
 /// message): what rank 0 accepts from the others.
 pub fn body_size(tag: u8) -> Option<usize> {
@@ -81,8 +117,22 @@ pub enum RecvError {
     Closed,
     /// Nothing complete arrived before the deadline.
     TimedOut,
+    /// A frame no process of ours sends (an unknown tag, or a length its tag does not allow),
+    /// refused before its body was read: what it was, as a phrase.
+    Malformed(String),
     /// Anything else, as text.
     Other(String),
+}
+
+impl std::fmt::Display for RecvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecvError::Closed => f.write_str("the connection closed"),
+            RecvError::TimedOut => f.write_str("nothing complete arrived in time"),
+            RecvError::Malformed(what) => write!(f, "it sent {what}"),
+            RecvError::Other(e) => f.write_str(e),
+        }
+    }
 }
 
 /// One message as it goes on the wire.
@@ -129,36 +179,66 @@ pub fn recv(s: &mut TcpStream, deadline: Instant) -> Result<(u8, Vec<u8>), RecvE
     recv_limited(s, deadline, MAX_MESSAGE)
 }
 
-/// Receives one message of at most `max` bytes before `deadline`.
+/// Receives one message whose body (after the tag) is at most `max` bytes, and at most what
+/// its tag allows ([`max_body`]), before `deadline`. The length and tag are checked before the
+/// body is read; the deadline holds however the bytes arrive.
 pub fn recv_limited(
     s: &mut TcpStream,
     deadline: Instant,
     max: usize,
 ) -> Result<(u8, Vec<u8>), RecvError> {
-    let mut head = [0u8; 4];
+    let mut head = [0u8; 5];
     read_exact(s, &mut head, deadline)?;
-    let len = u32::from_le_bytes(head) as usize;
-    if len == 0 || len > max {
-        return Err(RecvError::Other(format!("bad message length {len}")));
-    }
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let tag = head[4];
+    let Some(allowed) = max_body(tag) else {
+        return Err(RecvError::Malformed(format!(
+            "a frame with an unknown tag ({tag})"
+        )));
+    };
+    let allowed = allowed.min(max);
+    let Some(n) = len.checked_sub(1).filter(|&n| n <= allowed) else {
+        let name = tag_name(tag);
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        return Err(RecvError::Malformed(format!(
+            "a frame of {} bytes for {article} {name} (at most {allowed})",
+            len.saturating_sub(1)
+        )));
+    };
     // Grown as the bytes arrive: a length that is never sent costs no memory.
-    let mut buf = Vec::with_capacity(len.min(RECV_CHUNK));
-    while buf.len() < len {
-        let start = buf.len();
-        buf.resize(start + (len - start).min(RECV_CHUNK), 0);
-        read_exact(s, &mut buf[start..], deadline)?;
+    let mut body = Vec::with_capacity(n.min(RECV_CHUNK));
+    while body.len() < n {
+        let start = body.len();
+        body.resize(start + (n - start).min(RECV_CHUNK), 0);
+        read_exact(s, &mut body[start..], deadline)?;
     }
-    let body = buf.split_off(1);
-    Ok((buf[0], body))
+    Ok((tag, body))
 }
 
-/// Fills `buf`; bytes that have already arrived are read even past the deadline (a thread that
-/// did not run for a while must not cut a message in two and leave the stream out of step).
+/// How long past its deadline a read may still take bytes: a thread that did not run for a
+/// while finds a message that arrived in time whole, but a peer that trickles bytes cannot
+/// stretch the wait (the deadline holds to within this, whatever arrives).
+const LATE: Duration = Duration::from_millis(100);
+
+/// Fills `buf` before `deadline` (or within [`LATE`] after it, for bytes already arriving).
 fn read_exact(s: &mut TcpStream, mut buf: &mut [u8], deadline: Instant) -> Result<(), RecvError> {
+    let hard = deadline + LATE;
     while !buf.is_empty() {
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
+        let now = Instant::now();
+        if now >= hard {
+            return Err(RecvError::TimedOut);
+        }
+        // Past the deadline, only a moment's wait for each read.
+        let left = if now < deadline {
+            deadline - now
+        } else {
+            Duration::from_millis(1)
+        }
+        .max(Duration::from_millis(1));
         s.set_read_timeout(Some(left))
             .map_err(|e| RecvError::Other(e.to_string()))?;
         match s.read(buf) {
@@ -385,6 +465,59 @@ mod tests {
         drop(a);
         assert_eq!(poll(&b), Some(false));
         assert!(matches!(recv(&mut b, soon), Err(RecvError::Closed)));
+    }
+
+    #[test]
+    fn a_trickled_frame_ends_at_the_deadline_and_a_length_its_tag_forbids_at_once() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        // A gather's length, then a byte a millisecond: before, the read went on while bytes
+        // came.
+        let mut head = ((64u32 << 20) + 1).to_le_bytes().to_vec();
+        head.push(GATHER);
+        a.write_all(&head).unwrap();
+        let trickle = std::thread::spawn(move || {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(3) && a.write_all(&[0]).is_ok() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let t = Instant::now();
+        let r = recv(&mut b, Instant::now() + Duration::from_millis(300));
+        let took = t.elapsed();
+        drop(b);
+        trickle.join().unwrap();
+        assert!(matches!(r, Err(RecvError::TimedOut)), "{r:?}");
+        assert!(took < Duration::from_millis(300) + LATE * 3, "{took:?}");
+        // Lengths no frame of that tag has, and tags no frame has: refused unread.
+        for (len, tag, what) in [
+            (
+                u32::MAX,
+                HEARTBEAT,
+                "a frame of 4294967294 bytes for a heartbeat (at most 32)",
+            ),
+            (
+                42,
+                REDUCE,
+                "a frame of 41 bytes for an allreduce (at most 40)",
+            ),
+            (0, BARRIER, "a frame of 0 bytes for a barrier"),
+            (5, 200, "a frame with an unknown tag (200)"),
+        ] {
+            let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (mut b, _) = l.accept().unwrap();
+            let mut f = len.to_le_bytes().to_vec();
+            f.push(tag);
+            a.write_all(&f).unwrap();
+            let r = recv(&mut b, Instant::now() + Duration::from_secs(5));
+            let Err(RecvError::Malformed(m)) = r else {
+                panic!("{r:?}")
+            };
+            assert!(m.starts_with(what), "{m}");
+        }
+        assert_eq!(max_body(CHALLENGE), Some(96));
+        assert!(abort_body(abort::FAILED, &"é".repeat(20_000)).len() + 32 <= MAX_ABORT);
     }
 
     #[test]
