@@ -243,7 +243,7 @@ impl TcpBootstrap {
             )),
             Err(Wait::Failed(e)) => Err(failure(
                 format!("rank 0 at {}: {e} during the {what}", self.address),
-                false,
+                matches!(e, RecvError::Unfinished(_)),
             )),
         }
     }
@@ -359,9 +359,11 @@ impl TcpBootstrap {
                     false,
                     vec![rank],
                 ),
-                Err(Wait::Failed(e @ (RecvError::Other(_) | RecvError::Malformed(_)))) => lost(
-                    format!("rank {rank} ({host}): {e} during the {what}"),
-                    false,
+                Err(Wait::Failed(
+                    e @ (RecvError::Other(_) | RecvError::Malformed(_) | RecvError::Unfinished(_)),
+                )) => lost(
+                    format!("rank {rank} (pid {pid} on {host}): {e} during the {what}"),
+                    matches!(e, RecvError::Unfinished(_)),
                     vec![rank],
                 ),
                 Err(Wait::Silent(d)) => lost(

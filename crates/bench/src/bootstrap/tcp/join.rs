@@ -159,10 +159,12 @@ impl TcpBootstrap {
                 unsigned(&body)
             ))),
             Ok((t, _)) => Err(not_ours(format!("it sent a {} first", wire::tag_name(t)))),
-            Err(RecvError::Closed | RecvError::TimedOut) => Err(Attempt::Dropped(format!(
-                "the process at {addr} closed the connection before its challenge (busy, or not \
-                 yet ready)"
-            ))),
+            Err(RecvError::Closed | RecvError::TimedOut | RecvError::Unfinished(_)) => {
+                Err(Attempt::Dropped(format!(
+                    "the process at {addr} closed the connection before its challenge (busy, \
+                     or not yet ready)"
+                )))
+            }
             Err(e @ RecvError::Malformed(_)) => Err(not_ours(e.to_string())),
             Err(RecvError::Other(e)) => Err(Attempt::Dropped(format!("{addr}: {e}"))),
         };
@@ -234,7 +236,7 @@ impl TcpBootstrap {
             ))),
             Err(e) => Err(failure(
                 format!("rank 0 at {addr} did not welcome this process: {e}"),
-                matches!(e, RecvError::TimedOut),
+                matches!(e, RecvError::TimedOut | RecvError::Unfinished(_)),
             )),
         }
     }

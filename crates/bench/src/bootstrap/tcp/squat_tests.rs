@@ -94,7 +94,10 @@ fn a_relay_that_trickles_a_frame_after_the_welcome_holds_nobody_past_the_deadlin
     gather.push(wire::GATHER);
     let (e, took) = trickled_barrier(gather);
     let msg = e.to_string();
-    assert!(msg.contains("rank 1"), "{msg}");
+    assert!(
+        msg.contains("rank 1") && msg.contains("began a gather and did not finish it in time"),
+        "{msg}"
+    );
     assert!(took < Duration::from_secs(5), "rank 0 took {took:?}: {msg}");
     // A heartbeat's tag with a 64 MiB length: refused before anything more is read.
     let mut beat = ((64u32 << 20) + 1).to_le_bytes().to_vec();

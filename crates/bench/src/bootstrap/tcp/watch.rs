@@ -34,7 +34,7 @@ impl TcpBootstrap {
                 ),
                 false,
             )),
-            Err(RecvError::TimedOut) => Err(failure(
+            Err(RecvError::TimedOut | RecvError::Unfinished(_)) => Err(failure(
                 format!(
                     "rank 0 at {} began a message and did not finish it within {}: {UNFINISHED}",
                     self.address,
@@ -85,7 +85,7 @@ impl TcpBootstrap {
                     ),
                     false,
                 ),
-                Err(RecvError::TimedOut) => (
+                Err(RecvError::TimedOut | RecvError::Unfinished(_)) => (
                     format!(
                         "rank {} (pid {} on {}) began a message and did not finish it within \
                          {}: {UNFINISHED}",

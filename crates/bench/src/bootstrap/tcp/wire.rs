@@ -115,8 +115,11 @@ pub fn tag_name(tag: u8) -> &'static str {
 pub enum RecvError {
     /// The peer closed the connection (its process ended).
     Closed,
-    /// Nothing complete arrived before the deadline.
+    /// Nothing arrived before the deadline.
     TimedOut,
+    /// A message of this tag began but did not arrive whole before the deadline (a peer, or
+    /// something on the way, that trickles it or stalls).
+    Unfinished(u8),
     /// A frame no process of ours sends (an unknown tag, or a length its tag does not allow),
     /// refused before its body was read: what it was, as a phrase.
     Malformed(String),
@@ -129,6 +132,12 @@ impl std::fmt::Display for RecvError {
         match self {
             RecvError::Closed => f.write_str("the connection closed"),
             RecvError::TimedOut => f.write_str("nothing complete arrived in time"),
+            RecvError::Unfinished(tag) => write!(
+                f,
+                "it began a {} and did not finish it in time: its connection stalled, or \
+                 something on the way (a relay) holds it up",
+                tag_name(*tag)
+            ),
             RecvError::Malformed(what) => write!(f, "it sent {what}"),
             RecvError::Other(e) => f.write_str(e),
         }
@@ -214,7 +223,10 @@ pub fn recv_limited(
     while body.len() < n {
         let start = body.len();
         body.resize(start + (n - start).min(RECV_CHUNK), 0);
-        read_exact(s, &mut body[start..], deadline)?;
+        read_exact(s, &mut body[start..], deadline).map_err(|e| match e {
+            RecvError::TimedOut => RecvError::Unfinished(tag),
+            e => e,
+        })?;
     }
     Ok((tag, body))
 }
@@ -488,7 +500,7 @@ mod tests {
         let took = t.elapsed();
         drop(b);
         trickle.join().unwrap();
-        assert!(matches!(r, Err(RecvError::TimedOut)), "{r:?}");
+        assert!(matches!(r, Err(RecvError::Unfinished(GATHER))), "{r:?}");
         assert!(took < Duration::from_millis(300) + LATE * 3, "{took:?}");
         // Lengths no frame of that tag has, and tags no frame has: refused unread.
         for (len, tag, what) in [
