@@ -11,7 +11,6 @@
 #![deny(unsafe_code)]
 
 pub mod ceiling;
-pub mod factor;
 pub mod hardware;
 mod judge;
 mod nics;

@@ -25,14 +25,14 @@ pub struct Benchmark {
     pub operation: &'static str,
 }
 
-/// The benchmark programs, from [`nccl_perf_bench::collective::all`].
+/// The benchmark programs, from the benchmark table ([`nccl_perf_facts::BENCHMARKS`]).
 pub fn benchmarks() -> Vec<Benchmark> {
-    nccl_perf_bench::collective::all()
+    nccl_perf_facts::BENCHMARKS
         .iter()
-        .map(|c| Benchmark {
-            program: format!("{}_perf", c.name()),
-            collective: c.name(),
-            operation: c.operation(),
+        .map(|b| Benchmark {
+            program: b.program(),
+            collective: b.name,
+            operation: b.operation,
         })
         .collect()
 }
