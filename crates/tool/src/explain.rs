@@ -47,7 +47,7 @@ pub fn report(
     };
     if !matches!(format.name(), "text" | "markdown") {
         for run in runs {
-            nccl_perf_bench::stderr::write(&text(run, &skus));
+            nccl_perf_cli::stderr::write(&text(run, &skus));
         }
         return Ok(format.render(runs));
     }
