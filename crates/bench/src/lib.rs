@@ -11,10 +11,9 @@
 //! were modules of it ([`cli`], [`types`], [`locate`], [`report`]), so that `crate::report::…`
 //! paths keep meaning what they meant.
 //!
-//! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code`, and
-//! in the MPI bootstrap's one `Send` promise for rsmpi's handles (`bootstrap/mpi.rs`); system
-//! calls go through `rustix`.
-#![deny(unsafe_code)]
+//! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code` (the
+//! workspace's lints deny it elsewhere), and in the MPI bootstrap's one `Send` promise for
+//! rsmpi's handles (`bootstrap/mpi.rs`); system calls go through `rustix`.
 
 pub mod bootstrap;
 pub mod collective;
