@@ -14,8 +14,8 @@
 //! what the plugins saw ([`store`]).
 //!
 //! Raw pointers and C calls live in one module, `ffi` (re-exported as [`abi`], [`chain`],
-//! [`install`], [`profiler`] and [`tuner`]), the only one allowed `unsafe_code`: the workspace
-//! denies it everywhere else (the root `Cargo.toml`'s `[workspace.lints]`).
+//! [`install`](mod@install), [`profiler`] and [`tuner`]), the only one allowed `unsafe_code`:
+//! the workspace denies it everywhere else (the root `Cargo.toml`'s `[workspace.lints]`).
 
 #[allow(unsafe_code)]
 mod ffi;

@@ -1,9 +1,9 @@
 //! The hardware's bus-bandwidth ceiling for a run: what busbw cannot exceed given the links.
 //!
 //! nccl-tests define busbw (doc/PERFORMANCE.md in NVIDIA/nccl-tests) so that it can be
-//! compared with the speed of the slowest link a rank uses: busbw = algbw × factor
-//! ([`crate::factor`]), with the factor chosen so that a ring algorithm's busbw equals the
-//! bandwidth each rank sends at. The ceilings below follow from that definition, per
+//! compared with the speed of the slowest link a rank uses: busbw = algbw × factor (the
+//! benchmark table's, [`nccl_perf_facts::BusFactor`]), with the factor chosen so that a ring
+//! algorithm's busbw equals the bandwidth each rank sends at. The ceilings below follow from that definition, per
 //! direction, with link speeds from the vendors' specifications:
 //!
 //! * Inside one node, Ring/Tree/PAT and the point-to-point benchmarks: busbw ≤ B, the
