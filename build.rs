@@ -3,7 +3,7 @@
 //! `dlsym`). Executables export nothing by default. `tests/explain_exports.rs` checks the
 //! symbols are there.
 
-/// The tables NCCL looks up by name (`crates/capture/src/profiler.rs`, `tuner.rs`).
+/// The tables NCCL looks up by name (`crates/capture/src/ffi/profiler.rs`, `tuner.rs`).
 const EXPORTED: [&str; 4] = [
     "ncclProfiler_v5",
     "ncclProfiler_v4",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: `cargo install` gives the eleven *_perf benchmarks and nccl-perf, with and without the
+# CI: `cargo install` gives every *_perf benchmark of src/bin/ and nccl-perf, with and without the
 # mpi feature, and install-layout.sh lays out what it installed. Debug profile and the usual
 # target folder, so what `cargo build`/`cargo test` compiled before is reused.
 #
@@ -20,8 +20,8 @@ trap 'rm -rf "$tmp"' EXIT
 cargo install --quiet --path . --debug --locked --root "$tmp/root" \
   --target-dir "${CARGO_TARGET_DIR:-target}" "${features[@]}"
 
-expected=(all_gather_perf all_reduce_perf alltoall_perf alltoallv_perf broadcast_perf
-  gather_perf hypercube_perf nccl-perf reduce_perf reduce_scatter_perf scatter_perf sendrecv_perf)
+# The programs are src/bin/'s (tests/benchmarks.rs checks them against the benchmark table).
+mapfile -t expected < <(find src/bin -maxdepth 1 -name '*.rs' -printf '%f\n' | sed 's/\.rs$//' | sort)
 mapfile -t got < <(find "$tmp/root/bin" -maxdepth 1 -type f -executable -printf '%f\n' | sort)
 if [ "${got[*]}" != "${expected[*]}" ]; then
   echo "check-install: cargo install ${features[*]} installed: ${got[*]}" >&2

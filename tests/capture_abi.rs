@@ -1,4 +1,4 @@
-//! `--explain`'s plugin structs (crates/capture/src/abi.rs) have the layout a C compiler gives
+//! `--explain`'s plugin structs (crates/capture/src/ffi/abi.rs) have the layout a C compiler gives
 //! the same declarations (tests/fakes/plugin_abi.c): the Rust offsets and sizes go in as `-D`
 //! definitions and the C file checks them at compile time, for the target's compiler
 //! (`NCCL_PERF_TEST_CC` when the tests run for another architecture).

@@ -1,4 +1,4 @@
-//! `--explain`'s tuner chained behind a configured one (crates/capture/src/chain.rs): driven as
+//! `--explain`'s tuner chained behind a configured one (crates/capture/src/ffi/chain.rs): driven as
 //! NCCL drives a tuner, against a stand-in tuner library built here (tests/fakes/fake_tuner.c,
 //! which exports a v5 and a v3 table). Ours records NCCL's cost table before the configured
 //! tuner changes it, and the configured tuner's decisions reach NCCL unchanged.

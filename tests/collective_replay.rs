@@ -5,8 +5,8 @@
 //! pairings.
 
 use nccl_perf_bench::collective::{
-    AllGather, AllReduce, AllToAll, AllToAllV, Broadcast, Buffer, Collective, Counts, Fill,
-    FillCtx, Gather, Geometry, Hypercube, Natives, OpColumn, Reduce, ReduceScatter, Scatter,
+    AllGather, AllReduce, AllToAll, AllToAllV, Benchmark, Broadcast, Buffer, Collective, Counts,
+    Fill, FillCtx, Gather, Geometry, Hypercube, Natives, OpColumn, Reduce, ReduceScatter, Scatter,
     SendRecv, Step,
 };
 use nccl_perf_bench::error::Result;
@@ -184,6 +184,13 @@ struct Mutant<'a> {
 }
 
 impl Collective for Mutant<'_> {
+    fn facts(&self) -> &'static Benchmark {
+        self.base.facts()
+    }
+    /// The in-place half is checked too, whatever the base reports.
+    fn reports_in_place_errors(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "mutant"
     }

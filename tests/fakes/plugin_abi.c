@@ -1,4 +1,4 @@
-/* The C side of --explain's plugin ABI (crates/capture/src/abi.rs), declared here from the
+/* The C side of --explain's plugin ABI (crates/capture/src/ffi/abi.rs), declared here from the
  * field types and order of NCCL's profiler v4/v5 event descriptors and tuner v4/v5 tables, and
  * checked at compile time against the offsets and sizes the Rust structs have: the test
  * (tests/capture_abi.rs) passes Rust's figures as -D definitions, and a mismatch fails the

@@ -11,26 +11,27 @@
 //! were modules of it ([`cli`], [`types`], [`locate`], [`report`]), so that `crate::report::…`
 //! paths keep meaning what they meant.
 //!
-//! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code`, and
-//! in the MPI bootstrap's one `Send` promise for rsmpi's handles (`bootstrap/mpi.rs`); system
-//! calls go through `rustix`.
-#![deny(unsafe_code)]
+//! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code` (the
+//! workspace's lints deny it elsewhere), and in the MPI bootstrap's one `Send` promise for
+//! rsmpi's handles (`bootstrap/mpi.rs`); system calls go through `rustix`.
 
 pub mod bootstrap;
 pub mod collective;
-pub mod environment;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod gpu;
 mod host;
 pub mod options;
 pub mod runner;
-pub mod stderr;
 mod sweep;
 pub mod verify;
 
 /// The command line's definitions and parser (crate `nccl-perf-cli`).
 pub use nccl_perf_cli as cli;
+/// Standard error, one write per message (crate `nccl-perf-cli`): `crate::eline!` everywhere.
+pub use nccl_perf_cli::{eline, stderr};
+/// Every environment variable of ours, defined once (crate `nccl-perf-facts`).
+pub use nccl_perf_facts::environment;
 // Numbers read as nccl-tests' C code reads them (crate `nccl-perf-cli`).
 use nccl_perf_cli::cnum;
 pub use nccl_perf_cli::program_name;

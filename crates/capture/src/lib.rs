@@ -12,15 +12,17 @@
 //! on every call) stays 0 and the tuner returns at once, so the timed loops run as without
 //! explain. The runner arms around one extra, untimed call per size and half, then [`take`]s
 //! what the plugins saw ([`store`]).
+//!
+//! Raw pointers and C calls live in one module, `ffi` (re-exported as [`abi`], [`chain`],
+//! [`install`](mod@install), [`profiler`] and [`tuner`]), the only one allowed `unsafe_code`:
+//! the workspace denies it everywhere else (the root `Cargo.toml`'s `[workspace.lints]`).
 
-pub mod abi;
-pub mod chain;
-pub mod install;
-pub mod profiler;
+#[allow(unsafe_code)]
+mod ffi;
 pub mod silent;
 pub mod store;
-pub mod tuner;
 
+pub use ffi::{abi, chain, install, profiler, tuner};
 pub use install::{Installed, install, installed};
 pub use store::{Taken, arm, take};
 

@@ -2,7 +2,7 @@
 //! events, not a limit a real call reaches) and behind one lock that only armed calls take.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::abi::event;
@@ -189,7 +189,7 @@ pub(crate) fn register_mask(ptr: *mut i32) {
         Some((_, n)) => *n += 1,
         None => masks.push((ptr as usize, 1)),
     }
-    store_mask(ptr, mask_now());
+    crate::ffi::profiler::store_mask(ptr, mask_now());
 }
 
 /// Forgets one registration of NCCL's mask variable at `ptr` (a communicator's `finalize`).
@@ -205,15 +205,8 @@ pub(crate) fn unregister_mask(ptr: usize) {
 
 fn set_masks(value: i32) {
     for &(p, _) in lock(&MASKS).iter() {
-        store_mask(p as *mut i32, value);
+        crate::ffi::profiler::store_mask(p as *mut i32, value);
     }
-}
-
-fn store_mask(ptr: *mut i32, value: i32) {
-    // SAFETY: `ptr` is NCCL's mask variable, handed to `init` and valid while the library is
-    // loaded (it is a global of libnccl, which stays loaded for the program's life); NCCL
-    // reads it with relaxed atomic loads, so it is written atomically.
-    unsafe { AtomicI32::from_ptr(ptr) }.store(value, Ordering::Relaxed);
 }
 
 /// Runs `f` on the window's records while armed.

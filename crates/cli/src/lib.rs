@@ -6,7 +6,8 @@
 //! The crate is the benchmarks' command-line vocabulary, shared by the benchmark core, the
 //! report reader (a `-J` file's `args`) and the `nccl-perf` tool (man pages, completions):
 //! the options' one definition ([`OPTIONS`]), [`cnum`] (numbers read as nccl-tests' C code reads
-//! them), [`types`] (datatypes and reduction operations) and [`program_name`].
+//! them), [`types`] (datatypes and reduction operations) and [`program_name`]; and how the
+//! programs speak back on standard error ([`stderr`], [`eline!`]).
 
 use crate::types::{DataType, RedOp};
 use clap::builder::PossibleValuesParser;
@@ -15,6 +16,7 @@ use std::ffi::OsString;
 
 pub mod cnum;
 mod spec;
+pub mod stderr;
 pub mod types;
 
 pub use spec::{DefaultValue, OPTIONS, Spec, Value, spec};

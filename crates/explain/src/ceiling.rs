@@ -1,9 +1,9 @@
 //! The hardware's bus-bandwidth ceiling for a run: what busbw cannot exceed given the links.
 //!
 //! nccl-tests define busbw (doc/PERFORMANCE.md in NVIDIA/nccl-tests) so that it can be
-//! compared with the speed of the slowest link a rank uses: busbw = algbw × factor
-//! ([`crate::factor`]), with the factor chosen so that a ring algorithm's busbw equals the
-//! bandwidth each rank sends at. The ceilings below follow from that definition, per
+//! compared with the speed of the slowest link a rank uses: busbw = algbw × factor (the
+//! benchmark table's, [`nccl_perf_facts::BusFactor`]), with the factor chosen so that a ring
+//! algorithm's busbw equals the bandwidth each rank sends at. The ceilings below follow from that definition, per
 //! direction, with link speeds from the vendors' specifications:
 //!
 //! * Inside one node, Ring/Tree/PAT and the point-to-point benchmarks: busbw ≤ B, the
@@ -36,10 +36,10 @@
 
 use serde::Serialize;
 
-use crate::factor::{bus_factor, is_point_to_point};
 use crate::hardware::Hardware;
 use crate::observed::{Net, Run};
 use crate::sku::{GpuSpec, SkuTable};
+use nccl_perf_facts::{BusFactor, Traffic, benchmark};
 
 /// The job's shape as explain uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -250,9 +250,12 @@ pub fn ceiling(
     let nvls_possible = algo.is_none()
         && spec.is_some_and(|s| s.nvlink_links >= 18)
         && hw.gpu.as_ref().is_none_or(|g| g.active_links() >= 18);
-    let reduce_in_net = run.collective == "all_reduce" && (in_network(algo) || nvls_possible);
+    // How the benchmark's data moves (the benchmark table), `None` for a name not in it.
+    let traffic = benchmark(&run.collective).map(|b| b.traffic);
+    let reduce_all = traffic == Some(Traffic::ReduceAll);
+    let reduce_in_net = reduce_all && (in_network(algo) || nvls_possible);
     let k = if reduce_in_net {
-        bus_factor("all_reduce", shape.nranks).unwrap_or(1.0)
+        BusFactor::TwiceShare.of(shape.nranks as usize)
     } else {
         1.0
     };
@@ -302,8 +305,8 @@ pub fn ceiling(
         );
     };
     let g = f64::from(shape.ranks_per_node);
-    let (net_ceiling, formula) = if is_point_to_point(&run.collective) {
-        if matches!(run.collective.as_str(), "sendrecv" | "hypercube") || n <= g {
+    let (net_ceiling, formula) = if traffic.is_some_and(Traffic::point_to_point) {
+        if traffic == Some(Traffic::OnePeer) || n <= g {
             (net_b / g, "N/g per rank (approximate)".to_string())
         } else {
             (
@@ -311,14 +314,12 @@ pub fn ceiling(
                 "(n−1)/(n−g) × N/g".to_string(),
             )
         }
-    } else if run.collective == "all_reduce"
-        && algo.is_some_and(|a| a.to_ascii_lowercase().starts_with("collnet"))
-    {
+    } else if reduce_all && algo.is_some_and(|a| a.to_ascii_lowercase().starts_with("collnet")) {
         (
-            bus_factor("all_reduce", shape.nranks).unwrap_or(1.0) * net_b,
+            BusFactor::TwiceShare.of(shape.nranks as usize) * net_b,
             "2(n−1)/n × N (CollNet reduces in the network)".to_string(),
         )
-    } else if matches!(run.collective.as_str(), "broadcast" | "reduce")
+    } else if traffic == Some(Traffic::Rooted)
         || algo.is_some_and(|a| a.eq_ignore_ascii_case("ring"))
     {
         (

@@ -8,13 +8,11 @@
 //! where NCCL's view is missing. Either way [`explain`] turns it into lines and fields.
 //! docs/explain.md is the user's guide.
 
-#![deny(unsafe_code)]
-
 pub mod ceiling;
-pub mod factor;
 pub mod hardware;
 mod judge;
 mod nics;
+#[allow(unsafe_code)]
 mod nvml;
 pub mod observed;
 pub mod render;

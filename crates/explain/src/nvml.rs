@@ -11,8 +11,6 @@
 //! (<https://docs.nvidia.com/deploy/nvml-api/>): every call returns `nvmlReturn_t` (0 is
 //! success), a device is an opaque pointer, NVLink state is `nvmlEnableState_t` (1 enabled).
 
-#![allow(unsafe_code)]
-
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 
 use libloading::{Library, Symbol};
@@ -84,6 +82,8 @@ impl Nvml {
                 let f: Symbol<unsafe extern "C" fn(*const c_char, *mut Device) -> Ret> =
                     unsafe { self.lib.get(b"nvmlDeviceGetHandleByPciBusId_v2") }
                         .map_err(|e| format!("NVML: {e}"))?;
+                // SAFETY: `f` has nvmlDeviceGetHandleByPciBusId_v2's documented signature; `id` is
+                // NUL-terminated and outlives the call, `dev` is a valid place for the handle.
                 unsafe { f(id.as_ptr(), &mut dev) }
             }
             None => {
@@ -91,6 +91,8 @@ impl Nvml {
                 let f: Symbol<unsafe extern "C" fn(c_uint, *mut Device) -> Ret> =
                     unsafe { self.lib.get(b"nvmlDeviceGetHandleByIndex_v2") }
                         .map_err(|e| format!("NVML: {e}"))?;
+                // SAFETY: `f` has nvmlDeviceGetHandleByIndex_v2's documented signature; `dev` is a
+                // valid place for the handle.
                 unsafe { f(0, &mut dev) }
             }
         };
@@ -123,10 +125,12 @@ impl Nvml {
         // SAFETY: documented signature; the buffer's length is passed.
         let f: Symbol<unsafe extern "C" fn(Device, *mut c_char, c_uint) -> Ret> =
             unsafe { self.lib.get(b"nvmlDeviceGetName") }.ok()?;
+        // SAFETY: `f` has the documented signature; `dev` came from NVML and the buffer holds
+        // `buf.len()` characters.
         let rc = unsafe { f(dev, buf.as_mut_ptr(), buf.len() as c_uint) };
         buf[buf.len() - 1] = 0;
-        // SAFETY: NUL-terminated above at the latest.
         (rc == 0).then(|| {
+            // SAFETY: `buf` ends in a NUL (written above), so the string ends inside it.
             unsafe { CStr::from_ptr(buf.as_ptr()) }
                 .to_string_lossy()
                 .into_owned()
@@ -138,6 +142,7 @@ impl Nvml {
         // SAFETY: the four PCIe queries take (device, unsigned int *).
         let f: Symbol<unsafe extern "C" fn(Device, *mut c_uint) -> Ret> =
             unsafe { self.lib.get(name.as_bytes()) }.ok()?;
+        // SAFETY: `f` takes (device, unsigned int *): `dev` came from NVML, `v` is a valid place.
         (unsafe { f(dev, &mut v) } == 0).then_some(v)
     }
 
@@ -147,12 +152,15 @@ impl Nvml {
         let state: Symbol<unsafe extern "C" fn(Device, c_uint, *mut c_int) -> Ret> =
             unsafe { self.lib.get(b"nvmlDeviceGetNvLinkState") }
                 .map_err(|e| format!("NVML: {e}"))?;
+        // SAFETY: nvmlDeviceGetNvLinkVersion's documented signature, as above.
         let version: Symbol<unsafe extern "C" fn(Device, c_uint, *mut c_uint) -> Ret> =
             unsafe { self.lib.get(b"nvmlDeviceGetNvLinkVersion") }
                 .map_err(|e| format!("NVML: {e}"))?;
         let mut links = Vec::new();
         for link in 0..MAX_LINKS {
             let mut on: c_int = 0;
+            // SAFETY: `state` has the documented signature; `dev` came from NVML, `on` is a valid
+            // place.
             let rc = unsafe { state(dev, link, &mut on) };
             if rc == NOT_SUPPORTED && link == 0 {
                 return Ok(links);
@@ -161,6 +169,8 @@ impl Nvml {
                 continue;
             }
             let mut v: c_uint = 0;
+            // SAFETY: `version` has the documented signature; `dev` came from NVML, `v` is a valid
+            // place.
             let v = (unsafe { version(dev, link, &mut v) } == 0).then_some(v);
             links.push((link, on == 1, v));
         }

@@ -325,7 +325,7 @@ impl Fields {
         };
         let gpn = self.need("gpus_per_node")?;
         let collective = self.need("collective")?;
-        if crate::factor::bus_factor(collective, 2).is_none() {
+        if nccl_perf_facts::benchmark(collective).is_none() {
             return Err(format!(
                 "collective={collective}: not one of the benchmarks"
             ));

@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use crate::ceiling::{Ceiling, Scope, Shape, ceiling};
-use crate::factor::bus_factor;
 use crate::hardware::Hardware;
 use crate::observed::{Capture, Net, Path, Row, Run, same_name};
 use crate::render::{gbs, pct, size, size_lines};
 use crate::sku::{Expectation, SkuTable};
+use nccl_perf_facts::benchmark;
 
 /// Rows at or above this size are "large" for the verdict (else the largest third).
 pub const LARGE: u64 = 1 << 30;
@@ -116,7 +116,7 @@ fn large_rows(run: &Run) -> Vec<usize> {
 }
 
 fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
-    let factor = bus_factor(&run.collective, run.nranks).unwrap_or(1.0);
+    let factor = benchmark(&run.collective).map_or(1.0, |b| b.bus_factor(run.nranks as usize));
     let mut f = RowFields {
         bytes: row.bytes,
         in_place: row.in_place,

@@ -206,10 +206,12 @@ pub fn ranks(run: &Run) -> Option<usize> {
 }
 
 /// The number of ranks a run's own numbers imply, for a log without device lines (an excerpt
-/// from the table): nccl-tests' busbw is algbw times 2(n-1)/n for all_reduce and (n-1)/n for
-/// all_gather, reduce_scatter, alltoall, gather, scatter and hypercube, so the two ranges do not
-/// overlap and the ratio of the row with the largest algbw gives n. `None` when the ratio is
-/// 1 (broadcast, reduce, sendrecv, or all_reduce on 2 ranks) or too imprecise to tell.
+/// from the table): busbw is algbw times the benchmark's factor, one of three forms
+/// ([`nccl_perf_facts::BusFactor`]): 2(n-1)/n (all_reduce), (n-1)/n (the benchmarks that share
+/// their data among the ranks: all_gather, alltoall, scatter, ...) or 1 (broadcast, reduce,
+/// sendrecv, hypercube, ...). The first two ranges do not overlap, so the ratio of the row with
+/// the largest algbw gives n. `None` when the ratio is 1 (a factor of 1, or all_reduce on 2
+/// ranks) or too imprecise to tell.
 pub fn ranks_from_bandwidth(run: &Run) -> Option<usize> {
     let row = run
         .rows
@@ -294,5 +296,24 @@ pub fn location(run: &Run) -> String {
         format!("{}:{} {program}", run.source.file, run.source.first_line)
     } else {
         format!("{} {program}", run.source.file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nccl_perf_facts::{BENCHMARKS, BusFactor};
+
+    /// [`super::ranks_from_bandwidth`] inverts 2(n-1)/n and (n-1)/n and takes 1 for no answer:
+    /// every factor of the benchmark table is one of these (a new form fails to compile here).
+    #[test]
+    fn the_factors_are_the_ones_the_ratio_inverts() {
+        for b in BENCHMARKS {
+            let f = b.bus.of(8);
+            match b.bus {
+                BusFactor::TwiceShare => assert!((1.0..2.0).contains(&f), "{}", b.name),
+                BusFactor::Share => assert!((0.5..1.0).contains(&f), "{}", b.name),
+                BusFactor::One => assert_eq!(f, 1.0, "{}", b.name),
+            }
+        }
     }
 }

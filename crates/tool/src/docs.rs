@@ -25,14 +25,14 @@ pub struct Benchmark {
     pub operation: &'static str,
 }
 
-/// The benchmark programs, from [`nccl_perf_bench::collective::all`].
+/// The benchmark programs, from the benchmark table ([`nccl_perf_facts::BENCHMARKS`]).
 pub fn benchmarks() -> Vec<Benchmark> {
-    nccl_perf_bench::collective::all()
+    nccl_perf_facts::BENCHMARKS
         .iter()
-        .map(|c| Benchmark {
-            program: format!("{}_perf", c.name()),
-            collective: c.name(),
-            operation: c.operation(),
+        .map(|b| Benchmark {
+            program: b.program(),
+            collective: b.name,
+            operation: b.operation,
         })
         .collect()
 }
@@ -40,7 +40,7 @@ pub fn benchmarks() -> Vec<Benchmark> {
 /// The ENVIRONMENT entries of the man page of `collective`'s benchmark: our variables for
 /// users, then the launchers'.
 fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
-    use nccl_perf_bench::environment::{Audience, LAUNCHERS, VARIABLES};
+    use nccl_perf_facts::environment::{Audience, LAUNCHERS, VARIABLES};
     VARIABLES
         .iter()
         .filter(|v| v.audience == Audience::User && v.only.is_none_or(|c| c == collective))
@@ -54,12 +54,12 @@ fn environment_entries(collective: &str) -> Vec<(String, &'static str)> {
 }
 
 /// `docs/options.md`: the benchmarks' options and environment variables as tables, made from
-/// [`nccl_perf_cli::OPTIONS`] and [`nccl_perf_bench::environment`] (its test keeps the file current and
+/// [`nccl_perf_cli::OPTIONS`] and [`nccl_perf_facts::environment`] (its test keeps the file current and
 /// rewrites it with `UPDATE_DOCS=1`).
 #[cfg(test)]
 fn options_markdown() -> String {
-    use nccl_perf_bench::environment::{Audience, LAUNCHERS, VARIABLES};
     use nccl_perf_cli::{DefaultValue, OPTIONS, Value};
+    use nccl_perf_facts::environment::{Audience, LAUNCHERS, VARIABLES};
     let cell = |s: &str| {
         s.replace('|', "\\|")
             .replace('<', "&lt;")
@@ -68,7 +68,7 @@ fn options_markdown() -> String {
     };
     let mut md = String::from(
         "# Options and environment of the benchmarks\n\n\
-         Generated from `crates/cli/src/spec.rs` and `crates/bench/src/environment.rs` \
+         Generated from `crates/cli/src/spec.rs` and `crates/facts/src/environment.rs` \
          (`UPDATE_DOCS=1 cargo test --lib \
          options_doc` rewrites it); `-h` prints nccl-tests' own text, `nccl-perf man <benchmark>` \
          the same as a man page.\n\n## Options\n\n\
@@ -463,13 +463,20 @@ fn write_file(dir: &str, name: &str, text: &[u8]) -> Result<(), ToolError> {
         path: path.display().to_string(),
         source,
     })?;
-    nccl_perf_bench::eline!("nccl-perf: wrote {}", path.display());
+    nccl_perf_cli::eline!("nccl-perf: wrote {}", path.display());
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tool documents the benchmarks from the low crates, never through the GPU core.
+    #[test]
+    fn the_tool_does_not_depend_on_the_benchmark_core() {
+        let manifest = include_str!("../Cargo.toml");
+        assert!(!manifest.contains("nccl-perf-bench"), "{manifest}");
+    }
 
     /// `docs/options.md` is what [`options_markdown`] makes; `UPDATE_DOCS=1` rewrites it.
     #[test]

@@ -47,7 +47,7 @@ pub fn report(
     };
     if !matches!(format.name(), "text" | "markdown") {
         for run in runs {
-            nccl_perf_bench::stderr::write(&text(run, &skus));
+            nccl_perf_cli::stderr::write(&text(run, &skus));
         }
         return Ok(format.render(runs));
     }
@@ -214,10 +214,8 @@ fn is_all_reduce(run: &Run, nranks: usize) -> bool {
         // Too many ranks to tell how many from the printed digits: still above 1.
         return bus / alg > 1.05;
     }
-    let factor = u32::try_from(nranks)
-        .ok()
-        .and_then(|n| nccl_perf_explain::factor::bus_factor("all_reduce", n));
-    nranks > 2 && factor.is_some_and(|f| ((bus / alg) / f - 1.0).abs() < 0.01)
+    let factor = nccl_perf_facts::benchmarks::ALL_REDUCE.bus_factor(nranks);
+    nranks > 2 && ((bus / alg) / factor - 1.0).abs() < 0.01
 }
 
 /// The explanation of `run`, as `# ` lines.

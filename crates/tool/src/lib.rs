@@ -1,7 +1,8 @@
 //! The `nccl-perf` companion tool: turns text logs and `-J` JSON files of nccl-tests and of our
 //! benchmarks into JSON, tables (text, CSV, Markdown), plots and regression verdicts, and
 //! prints shell completions and man pages of itself and the benchmarks (`docs`). It needs
-//! no GPU.
+//! no GPU, and links none of the GPU code: it does not depend on the benchmark core (what it
+//! documents of the benchmarks is `nccl-perf-cli`'s and `nccl-perf-facts`').
 //!
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
 //! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
@@ -179,7 +180,7 @@ pub fn main() -> ExitCode {
     match run_subcommand(&matches) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            nccl_perf_bench::eline!("nccl-perf: {message}");
+            nccl_perf_cli::eline!("nccl-perf: {message}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -262,9 +263,9 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
                 title: m.get_one::<String>("title").cloned(),
             };
             for note in plot(&runs, &options)? {
-                nccl_perf_bench::eline!("nccl-perf: note: {note}");
+                nccl_perf_cli::eline!("nccl-perf: note: {note}");
             }
-            nccl_perf_bench::eline!("nccl-perf: wrote {}", options.output);
+            nccl_perf_cli::eline!("nccl-perf: wrote {}", options.output);
             Ok(0)
         }
         "compare" => {
@@ -339,9 +340,9 @@ fn plot_locate(
     let output = m.get_one::<String>("output").cloned().unwrap_or_default();
     let notes = crate::locate_plot::plot(&doc, &output, size)?;
     for note in notes {
-        nccl_perf_bench::eline!("nccl-perf: note: {note}");
+        nccl_perf_cli::eline!("nccl-perf: note: {note}");
     }
-    nccl_perf_bench::eline!("nccl-perf: wrote {output}");
+    nccl_perf_cli::eline!("nccl-perf: wrote {output}");
     Ok(Some(0))
 }
 
@@ -349,7 +350,7 @@ fn plot_locate(
 fn tell_problems(runs: &[Run]) -> u8 {
     let lines: Vec<String> = runs.iter().flat_map(health::describe).collect();
     for l in &lines {
-        nccl_perf_bench::eline!("nccl-perf: {l}");
+        nccl_perf_cli::eline!("nccl-perf: {l}");
     }
     if lines.is_empty() { 0 } else { EXIT_BROKEN }
 }

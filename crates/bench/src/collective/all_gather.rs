@@ -1,20 +1,17 @@
 //! all_gather_perf: `ncclAllGather` of a 16-byte-rounded share per rank, busbw = algbw · (n−1)/n.
 
 use super::{
-    Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, block_seed, round16_per_rank,
+    Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, block_seed, round16_per_rank,
 };
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclAllGather`: every rank contributes `b` elements, every rank receives `b·n`.
 pub struct AllGather;
 
 impl Collective for AllGather {
-    fn name(&self) -> &'static str {
-        "all_gather"
-    }
-
-    fn operation(&self) -> &'static str {
-        "AllGather"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::ALL_GATHER
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -26,14 +23,6 @@ impl Collective for AllGather {
             send_inplace_offset: b,
             recv_inplace_offset: 0,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        super::per_rank_share_bandwidth(c, ts, n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
     }
 
     fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

@@ -1,31 +1,19 @@
 //! all_reduce_perf: `ncclAllReduce`, busbw = algbw · 2(n−1)/n.
 
-use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
+use super::{Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclAllReduce` over the whole buffer.
 pub struct AllReduce;
 
 impl Collective for AllReduce {
-    fn name(&self) -> &'static str {
-        "all_reduce"
-    }
-
-    fn operation(&self) -> &'static str {
-        "AllReduce"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::ALL_REDUCE
     }
 
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        let n = n as f64;
-        ((c.param * ts) as f64, 2.0 * (n - 1.0) / n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::Reduction
     }
 
     fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

@@ -4,19 +4,16 @@
 
 use super::block_seed;
 use super::step::grouped;
-use super::{Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, round16_per_rank};
+use super::{Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, round16_per_rank};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// All-to-all of `p` elements per pair of ranks.
 pub struct AllToAll;
 
 impl Collective for AllToAll {
-    fn name(&self) -> &'static str {
-        "alltoall"
-    }
-
-    fn operation(&self) -> &'static str {
-        "AlltoAll"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::ALLTOALL
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -28,18 +25,6 @@ impl Collective for AllToAll {
             send_inplace_offset: 0,
             recv_inplace_offset: 0,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        super::per_rank_share_bandwidth(c, ts, n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
-    }
-
-    fn reports_in_place_errors(&self) -> bool {
-        false
     }
 
     /// Block `r` of the send buffer goes to rank `r`; block `r` of the receive buffer comes

@@ -19,11 +19,13 @@
 
 use super::step::grouped;
 use super::{
-    Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, block_seed, round16_per_rank,
+    Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, block_seed,
+    round16_per_rank,
 };
 use crate::environment;
 use crate::error::{Error, Result};
 use crate::options::Options;
+use nccl_perf_facts::benchmarks as facts;
 
 /// Spread of generated traffic between uniform (0) and distance-weighted (1).
 const SPREAD_ENV: &str = environment::ALLTOALLV_SPREAD.name;
@@ -234,12 +236,8 @@ impl AllToAllV {
 }
 
 impl Collective for AllToAllV {
-    fn name(&self) -> &'static str {
-        "alltoallv"
-    }
-
-    fn operation(&self) -> &'static str {
-        "AlltoAllv"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::ALLTOALLV
     }
 
     /// `send`/`recv` are the largest per-rank totals; each rank's own totals stay in `self`.
@@ -266,19 +264,6 @@ impl Collective for AllToAllV {
             send_inplace_offset: 0,
             recv_inplace_offset: 0,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        let nf = n as f64;
-        ((c.send.max(c.recv) * ts) as f64, (nf - 1.0) / nf)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
-    }
-
-    fn reports_in_place_errors(&self) -> bool {
-        false
     }
 
     /// Matrix mode: the file covers every rank, `-b` = `-e`, and `-e` holds the largest total.

@@ -1,34 +1,19 @@
 //! broadcast_perf: `ncclBroadcast` of the whole buffer from the root, busbw = algbw.
 
-use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
+use super::{Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclBroadcast`: the root's `count` elements land in every rank's receive buffer.
 pub struct Broadcast;
 
 impl Collective for Broadcast {
-    fn name(&self) -> &'static str {
-        "broadcast"
-    }
-
-    fn operation(&self) -> &'static str {
-        "Broadcast"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::BROADCAST
     }
 
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, _n: usize) -> (f64, f64) {
-        ((c.param * ts) as f64, 1.0)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
-    }
-
-    fn rooted(&self) -> bool {
-        true
     }
 
     fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

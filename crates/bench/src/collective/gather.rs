@@ -3,19 +3,16 @@
 //! the root and the root receives `n` blocks. A per-rank count of 0 issues nothing.
 
 use super::step::grouped;
-use super::{Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, round16_per_rank};
+use super::{Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, round16_per_rank};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// Gather of `c` elements per rank onto the root.
 pub struct Gather;
 
 impl Collective for Gather {
-    fn name(&self) -> &'static str {
-        "gather"
-    }
-
-    fn operation(&self) -> &'static str {
-        "Gather"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::GATHER
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -27,18 +24,6 @@ impl Collective for Gather {
             send_inplace_offset: c,
             recv_inplace_offset: 0,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        super::per_rank_share_bandwidth(c, ts, n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
-    }
-
-    fn rooted(&self) -> bool {
-        true
     }
 
     fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

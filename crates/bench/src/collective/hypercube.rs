@@ -7,9 +7,11 @@
 
 use super::step::grouped;
 use super::{
-    Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, block_seed, round16_per_rank,
+    Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, block_seed,
+    round16_per_rank,
 };
 use crate::error::{Error, Result};
+use nccl_perf_facts::benchmarks as facts;
 
 /// Recursive-doubling all-gather of `b` elements per rank.
 pub struct Hypercube;
@@ -24,12 +26,8 @@ fn power_of_two(nranks: usize) -> Result<()> {
 }
 
 impl Collective for Hypercube {
-    fn name(&self) -> &'static str {
-        "hypercube"
-    }
-
-    fn operation(&self) -> &'static str {
-        "hypercube exchange"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::HYPERCUBE
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -43,12 +41,9 @@ impl Collective for Hypercube {
         }
     }
 
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        ((c.param * ts * n.saturating_sub(1)) as f64, 1.0)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::Empty
+    /// `b·(n−1)` bytes: one block from each of the other ranks.
+    fn algbw_bytes(&self, c: &Counts, ts: usize, n: usize) -> f64 {
+        (c.param * ts * n.saturating_sub(1)) as f64
     }
 
     fn check_shape(&self, nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<()> {
@@ -122,7 +117,7 @@ mod tests {
         }
         // hypercube_small.out on one rank: algbw bytes are 0.
         assert_eq!(Hypercube.bandwidth(&Hypercube.counts(4, 1, 4), 4, 1).0, 0.0);
-        assert_eq!(Hypercube.op_column().label(RedOp::Sum), "");
+        assert_eq!(Hypercube.op_column().label(RedOp::Sum.name()), "");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub use alltoallv::AllToAllV;
 pub use broadcast::Broadcast;
 pub use gather::Gather;
 pub use hypercube::Hypercube;
+pub use nccl_perf_facts::{Benchmark, OpColumn};
 pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
@@ -39,9 +40,10 @@ use crate::error::Result;
 use crate::gpu::driver::CUdeviceptr;
 use crate::types::RedOp;
 
-/// Every benchmark of the suite, in nccl-tests' order (alltoallv with its default, generated
-/// traffic): the one list of benchmarks that documentation, completions and tests use. Each is
-/// the binary `<name>_perf` (the root package's `src/bin/`).
+/// Every benchmark's collective, in the benchmark table's order (`nccl_perf_facts::BENCHMARKS`;
+/// alltoallv with its default, generated traffic); the root's `tests/benchmarks.rs` checks the
+/// two lists name the same benchmarks. Each is the binary `<name>_perf` (the root package's
+/// `src/bin/`).
 pub fn all() -> Vec<Box<dyn Collective>> {
     vec![
         Box::new(AllReduce),
@@ -94,14 +96,6 @@ impl Counts {
     }
 }
 
-/// Bandwidth of the collectives that split the data over the ranks (all_gather,
-/// reduce_scatter, alltoall, gather, scatter): algbw bytes = per-rank count × n × ts, busbw
-/// factor (n−1)/n.
-pub fn per_rank_share_bandwidth(c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-    let nf = n as f64;
-    ((c.param * n * ts) as f64, (nf - 1.0) / nf)
-}
-
 /// `count / n` rounded down to a whole number of 16-byte units of `ts`-byte elements.
 pub fn round16_per_rank(count: usize, nranks: usize, ts: usize) -> usize {
     let per = count / nranks.max(1);
@@ -113,40 +107,6 @@ pub fn round16_per_rank(count: usize, nranks: usize, ts: usize) -> usize {
 /// different ranks differ.
 pub(crate) fn block_seed(seed: u64, r: usize) -> u64 {
     33u64.wrapping_mul(seed).wrapping_add(r as u64)
-}
-
-/// What the op column shows, whether the op loop runs, and whether the data is reduced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpColumn {
-    /// A reduction: loops over `-o` ops and prints the op name.
-    Reduction,
-    /// Not a reduction: prints `none`, runs once.
-    NoneLabel,
-    /// Not a reduction: prints an empty op name, runs once (hypercube).
-    Empty,
-    /// Not a reduction, yet loops over `-o` ops and prints their names (sendrecv).
-    Unused,
-}
-
-impl OpColumn {
-    /// Whether the `-o` op loop runs.
-    pub fn loops(self) -> bool {
-        matches!(self, OpColumn::Reduction | OpColumn::Unused)
-    }
-
-    /// Whether the data is reduced with the op (bit-exact comparison otherwise).
-    pub fn reduces(self) -> bool {
-        self == OpColumn::Reduction
-    }
-
-    /// The op column of a row measured with `op`.
-    pub fn label(self, op: RedOp) -> &'static str {
-        match self {
-            OpColumn::Reduction | OpColumn::Unused => op.name(),
-            OpColumn::NoneLabel => "none",
-            OpColumn::Empty => "",
-        }
-    }
 }
 
 /// Which buffer a fill writes to.
@@ -298,25 +258,44 @@ impl Call {
     }
 }
 
-/// A collective benchmark (one `*_perf` binary).
+/// A collective benchmark (one `*_perf` binary): its entry of the benchmark table
+/// (`nccl-perf-facts`: name, operation, busbw factor, columns) and how it runs.
 pub trait Collective: Sync {
+    /// Its entry of the benchmark table.
+    fn facts(&self) -> &'static Benchmark;
     /// Binary name without `_perf`, e.g. `all_reduce`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.facts().name
+    }
     /// The NCCL operation it times, as documentation names it, e.g. `AllReduce`.
-    fn operation(&self) -> &'static str;
+    fn operation(&self) -> &'static str {
+        self.facts().operation
+    }
     /// Per-rank counts for `count` elements of `ts` bytes on `nranks` ranks.
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts;
-    /// (bytes that define algbw, busbw factor).
-    fn bandwidth(&self, c: &Counts, ts: usize, nranks: usize) -> (f64, f64);
+    /// The bytes that define algbw: by default the size column's, the larger of the bytes sent
+    /// and received.
+    fn algbw_bytes(&self, c: &Counts, ts: usize, _nranks: usize) -> f64 {
+        c.printed_size(ts) as f64
+    }
+    /// (bytes that define algbw, busbw factor from the table).
+    fn bandwidth(&self, c: &Counts, ts: usize, nranks: usize) -> (f64, f64) {
+        (
+            self.algbw_bytes(c, ts, nranks),
+            self.facts().bus_factor(nranks),
+        )
+    }
     /// The op column, the op loop, and whether the data is reduced.
-    fn op_column(&self) -> OpColumn;
+    fn op_column(&self) -> OpColumn {
+        self.facts().ops
+    }
     /// Whether the root loop runs (root column shows the root).
     fn rooted(&self) -> bool {
-        false
+        self.facts().rooted
     }
     /// Whether in-place mismatches are reported (sendrecv/alltoall print `N/A`).
     fn reports_in_place_errors(&self) -> bool {
-        true
+        self.facts().in_place_errors
     }
     /// Checks, before any communicator exists, that this benchmark can run on `nranks` ranks
     /// with the (clamped) size range `min_bytes..=max_bytes`.

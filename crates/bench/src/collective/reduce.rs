@@ -1,34 +1,19 @@
 //! reduce_perf: `ncclReduce` of the whole buffer onto the root, busbw = algbw.
 
-use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
+use super::{Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclReduce`: every rank contributes `count` elements, the root receives their reduction.
 pub struct Reduce;
 
 impl Collective for Reduce {
-    fn name(&self) -> &'static str {
-        "reduce"
-    }
-
-    fn operation(&self) -> &'static str {
-        "Reduce"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::REDUCE
     }
 
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, _n: usize) -> (f64, f64) {
-        ((c.param * ts) as f64, 1.0)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::Reduction
-    }
-
-    fn rooted(&self) -> bool {
-        true
     }
 
     fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

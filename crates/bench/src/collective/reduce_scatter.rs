@@ -1,20 +1,17 @@
 //! reduce_scatter_perf: `ncclReduceScatter` of a 16-byte-rounded share per rank,
 //! busbw = algbw · (n−1)/n.
 
-use super::{Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, round16_per_rank};
+use super::{Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, round16_per_rank};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclReduceScatter`: every rank contributes `b·n` elements and receives the reduction of
 /// block `rank` (`b` elements).
 pub struct ReduceScatter;
 
 impl Collective for ReduceScatter {
-    fn name(&self) -> &'static str {
-        "reduce_scatter"
-    }
-
-    fn operation(&self) -> &'static str {
-        "ReduceScatter"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::REDUCE_SCATTER
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -26,14 +23,6 @@ impl Collective for ReduceScatter {
             send_inplace_offset: 0,
             recv_inplace_offset: b,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        super::per_rank_share_bandwidth(c, ts, n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::Reduction
     }
 
     fn plan(&self, _g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

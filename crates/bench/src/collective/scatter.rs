@@ -3,19 +3,16 @@
 //! blocks and every rank receives one. A per-rank count of 0 issues nothing.
 
 use super::step::grouped;
-use super::{Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step, round16_per_rank};
+use super::{Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step, round16_per_rank};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// Scatter of `c` elements per rank from the root.
 pub struct Scatter;
 
 impl Collective for Scatter {
-    fn name(&self) -> &'static str {
-        "scatter"
-    }
-
-    fn operation(&self) -> &'static str {
-        "Scatter"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::SCATTER
     }
 
     fn counts(&self, count: usize, nranks: usize, ts: usize) -> Counts {
@@ -27,18 +24,6 @@ impl Collective for Scatter {
             send_inplace_offset: 0,
             recv_inplace_offset: c,
         }
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, n: usize) -> (f64, f64) {
-        super::per_rank_share_bandwidth(c, ts, n)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::NoneLabel
-    }
-
-    fn rooted(&self) -> bool {
-        true
     }
 
     fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {

@@ -3,35 +3,20 @@
 //! is printed although nothing is reduced; in-place errors are not reported (`N/A`).
 
 use super::step::grouped;
-use super::{Base, Collective, Counts, Fill, FillCtx, Geometry, OpColumn, Step};
+use super::{Base, Benchmark, Collective, Counts, Fill, FillCtx, Geometry, Step};
 use crate::error::Result;
+use nccl_perf_facts::benchmarks as facts;
 
 /// `ncclSend` to `(rank+1) % n` and `ncclRecv` from `(rank−1+n) % n`.
 pub struct SendRecv;
 
 impl Collective for SendRecv {
-    fn name(&self) -> &'static str {
-        "sendrecv"
-    }
-
-    fn operation(&self) -> &'static str {
-        "SendRecv"
+    fn facts(&self) -> &'static Benchmark {
+        &facts::SENDRECV
     }
 
     fn counts(&self, count: usize, _nranks: usize, _ts: usize) -> Counts {
         Counts::whole(count)
-    }
-
-    fn bandwidth(&self, c: &Counts, ts: usize, _n: usize) -> (f64, f64) {
-        ((c.param * ts) as f64, 1.0)
-    }
-
-    fn op_column(&self) -> OpColumn {
-        OpColumn::Unused
-    }
-
-    fn reports_in_place_errors(&self) -> bool {
-        false
     }
 
     fn plan(&self, g: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
@@ -78,7 +63,7 @@ mod tests {
             assert_eq!(c.printed_size(2), 1554);
             assert_eq!(SendRecv.bandwidth(&c, 2, n), (1554.0, 1.0));
         }
-        assert_eq!(SendRecv.op_column().label(RedOp::Min), "min");
+        assert_eq!(SendRecv.op_column().label(RedOp::Min.name()), "min");
         assert!(SendRecv.op_column().loops() && !SendRecv.op_column().reduces());
         assert!(!SendRecv.reports_in_place_errors());
     }

@@ -1,7 +1,8 @@
-//! Tests across all eleven collectives: the counts each derives from a sweep size (nccl-tests'
-//! table), the op and root columns, and the binding of planned steps to pointers. The host replay
-//! of every collective (what NCCL delivers must equal the expected fills) is
-//! `tests/collective_replay.rs`, on the test oracle.
+//! Tests across every collective: the counts each derives from a sweep size (nccl-tests'
+//! table) and the binding of planned steps to pointers; the op and root columns are the
+//! benchmark table's, tested in `nccl-perf-facts`. The host replay of every collective (what
+//! NCCL delivers must equal the expected fills) is `tests/collective_replay.rs`, on the test
+//! oracle.
 
 use super::*;
 use crate::error::Result;
@@ -82,42 +83,6 @@ fn counts_follow_the_spec_table() {
             }
         }
     }
-}
-
-#[test]
-fn op_columns() {
-    let cols: Vec<(&str, &str)> = all()
-        .iter()
-        .map(|c| (c.name(), c.op_column().label(RedOp::Max)))
-        .collect();
-    assert_eq!(
-        cols,
-        vec![
-            ("all_reduce", "max"),
-            ("all_gather", "none"),
-            ("broadcast", "none"),
-            ("reduce", "max"),
-            ("reduce_scatter", "max"),
-            ("alltoall", "none"),
-            ("alltoallv", "none"),
-            ("scatter", "none"),
-            ("gather", "none"),
-            ("sendrecv", "max"),
-            ("hypercube", ""),
-        ]
-    );
-    let rooted: Vec<&str> = all()
-        .iter()
-        .filter(|c| c.rooted())
-        .map(|c| c.name())
-        .collect();
-    assert_eq!(rooted, vec!["broadcast", "reduce", "scatter", "gather"]);
-    let na: Vec<&str> = all()
-        .iter()
-        .filter(|c| !c.reports_in_place_errors())
-        .map(|c| c.name())
-        .collect();
-    assert_eq!(na, vec!["alltoall", "alltoallv", "sendrecv"]);
 }
 
 /// The bound calls (what the timed loop issues) are the planned steps, resolved: pointers at
@@ -273,20 +238,14 @@ fn binding_resolves_every_planned_step() {
     assert!(e.is_ok());
     struct Native;
     impl Collective for Native {
+        fn facts(&self) -> &'static Benchmark {
+            &nccl_perf_facts::benchmarks::GATHER
+        }
         fn name(&self) -> &'static str {
             "native"
         }
-        fn operation(&self) -> &'static str {
-            "a native collective"
-        }
         fn counts(&self, count: usize, _: usize, _: usize) -> Counts {
             Counts::whole(count)
-        }
-        fn bandwidth(&self, _: &Counts, _: usize, _: usize) -> (f64, f64) {
-            (0.0, 1.0)
-        }
-        fn op_column(&self) -> OpColumn {
-            OpColumn::NoneLabel
         }
         fn plan(&self, _: &Geometry, emit: &mut dyn FnMut(Step) -> Result<()>) -> Result<()> {
             emit(Step::Gather)

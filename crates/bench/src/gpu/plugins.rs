@@ -5,7 +5,7 @@
 pub use nccl_perf_capture::Installed;
 
 /// Points NCCL at the built-in profiler and tuner unless plugins of those kinds are configured
-/// (`crates/capture/src/install.rs`). Call it from the single-threaded start-up only.
+/// (`crates/capture/src/ffi/install.rs`). Call it from the single-threaded start-up only.
 pub fn install() -> &'static Installed {
     // SAFETY: the start-up calls this before it starts any thread (the benchmark threads, the
     // bootstrap's, the watchdog) and before NCCL is loaded, as `install` requires.

@@ -1,6 +1,7 @@
 use super::*;
 use crate::hardware::{Gpu, Nic, NicKind, NvLink};
 use crate::observed::{Model, RankDevice, Seen};
+use nccl_perf_facts::benchmarks::ALL_REDUCE;
 
 fn hw(links: u32, nics: Vec<(NicKind, f64)>) -> Hardware {
     Hardware {
@@ -32,7 +33,7 @@ fn hw(links: u32, nics: Vec<(NicKind, f64)>) -> Hardware {
 
 /// An all_reduce sweep 1 MiB..4 GiB whose large rows reach `busbw`, with NCCL's report.
 fn run(nranks: u32, nnodes: u32, busbw: f64, path: Path, algo: &str) -> Run {
-    let factor = bus_factor("all_reduce", nranks).unwrap();
+    let factor = ALL_REDUCE.bus_factor(nranks as usize);
     let rows = (20..=32)
         .flat_map(|p| {
             let bytes = 1u64 << p;

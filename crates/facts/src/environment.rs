@@ -1,7 +1,9 @@
 //! Every environment variable of nccl-perf's own that the benchmarks read, defined once: the
 //! code reads each through its definition here, and the man pages and the documentation list
-//! them from here. The launchers' variables (Slurm, torchrun, OpenMPI, PMI) are theirs; the
-//! bootstrap reads them (`bootstrap/launch.rs`), and [`LAUNCHERS`] documents them.
+//! them from here (the benchmark core re-exports this module as `nccl_perf_bench::environment`).
+//! The launchers' variables (Slurm, torchrun, OpenMPI, PMI) are theirs; the bench crate's
+//! bootstrap reads them (`crates/bench/src/bootstrap/launch.rs`), and [`LAUNCHERS`] documents
+//! them.
 
 /// Who a variable is documented for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,7 +254,7 @@ mod tests {
 
     #[test]
     fn launcher_variables_are_the_ones_the_bootstrap_reads() {
-        let launch = include_str!("bootstrap/launch.rs");
+        let launch = include_str!("../../bench/src/bootstrap/launch.rs");
         for name in LAUNCHERS.iter().flat_map(|(names, _)| names.iter()) {
             assert!(launch.contains(&format!("\"{name}\"")), "{name}");
         }
@@ -300,7 +302,7 @@ mod tests {
         }
         assert!(
             found.is_empty(),
-            "read through crate::environment instead: {found:#?}"
+            "read through nccl_perf_facts::environment instead: {found:#?}"
         );
     }
 }

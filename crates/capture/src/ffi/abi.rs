@@ -340,10 +340,13 @@ mod tests {
 
     #[test]
     fn text_copies_and_bounds() {
+        // SAFETY: `text` takes null.
         assert_eq!(unsafe { text(std::ptr::null()) }, None);
+        // SAFETY: a C string literal, NUL-terminated.
         assert_eq!(unsafe { text(c"Ring".as_ptr()) }.as_deref(), Some("Ring"));
         let long = std::ffi::CString::new("x".repeat(500)).unwrap();
         assert_eq!(
+            // SAFETY: a live `CString`, NUL-terminated.
             unsafe { text(long.as_ptr()) }.map(|s| s.len()),
             Some(MAX_NAME)
         );

@@ -56,6 +56,7 @@ unsafe extern "C" fn init_v5(
     constants: *mut c_void,
 ) -> NcclResult {
     match chain::chained() {
+        // SAFETY: NCCL's out parameter, checked for null by `set_context`.
         None => unsafe { set_context(context) },
         Some(_) if context.is_null() => INTERNAL_ERROR,
         // SAFETY: NCCL's arguments, handed on.
@@ -80,6 +81,7 @@ unsafe extern "C" fn init_v4(
 ) -> NcclResult {
     let none = std::ptr::null_mut();
     match chain::chained() {
+        // SAFETY: NCCL's out parameter, checked for null by `set_context`.
         None => unsafe { set_context(context) },
         Some(_) if context.is_null() => INTERNAL_ERROR,
         // SAFETY: NCCL's arguments, handed on.
@@ -182,6 +184,8 @@ mod tests {
         let t = &ncclTunerPlugin_v5.0;
         let mut ctx = null_mut();
         let mut channels: c_int = 0;
+        // SAFETY: our own table called as NCCL calls it, with live locals: the table has `7 × 3`
+        // entries as `algos` and `protos` say.
         unsafe {
             assert_eq!(
                 (t.init)(&mut ctx, 1, 2, 2, std::ptr::null(), null_mut(), null_mut()),
@@ -232,6 +236,8 @@ mod tests {
         let _g = test_lock();
         crate::arm();
         let t = &ncclTunerPlugin_v5.0;
+        // SAFETY: null and undersized tables on purpose: the tuner checks its arguments and never
+        // follows a null one.
         unsafe {
             (t.get_coll_info)(null_mut(), 4, 8, 1, null_mut(), 7, 3, 0, null_mut());
             let mut one = [0f32; 1];

@@ -8,6 +8,7 @@
 //! none can panic across the C boundary.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::abi::{
     self, Body, DescrV4, DescrV5, INTERNAL_ERROR, Logger, NcclResult, ProfilerV4, ProfilerV5,
@@ -207,6 +208,14 @@ unsafe extern "C" fn record_state(
     SUCCESS
 }
 
+/// Writes `value` into NCCL's activation mask at `ptr` (the store's arming and disarming).
+pub(crate) fn store_mask(ptr: *mut i32, value: i32) {
+    // SAFETY: `ptr` is NCCL's mask variable, handed to `init` and valid while the library is
+    // loaded (it is a global of libnccl, which stays loaded for the program's life); NCCL
+    // reads it with relaxed atomic loads, so it is written atomically.
+    unsafe { AtomicI32::from_ptr(ptr) }.store(value, Ordering::Relaxed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +255,8 @@ mod tests {
         // Leaked: the store keeps its address (as NCCL's global it would be).
         let mask: &'static mut c_int = Box::leak(Box::new(-1));
         let mut ctx = null_mut();
+        // SAFETY: our own table called as NCCL calls it: `ctx` and the leaked `mask` outlive the
+        // plugin, the pointers left null are ones it accepts null.
         unsafe {
             assert_eq!(
                 (t.init)(
@@ -264,6 +275,7 @@ mod tests {
         assert_eq!(*mask, 0, "the mask is empty while not armed");
         let mut h = null_mut();
         let d = coll_descr(0);
+        // SAFETY: `ctx` is the context `init` made; `h` and `d` are live locals.
         unsafe { (t.start_event)(ctx, &mut h, &d) };
         assert!(!h.is_null());
         assert!(
@@ -273,6 +285,7 @@ mod tests {
 
         crate::arm();
         assert_ne!(*mask & event::COLL as c_int, 0);
+        // SAFETY: as above.
         unsafe { (t.start_event)(ctx, &mut h, &d) };
         let net = DescrV5 {
             kind: event::NET_PLUGIN,
@@ -296,6 +309,7 @@ mod tests {
                 },
             },
         };
+        // SAFETY: `ctx` is the context `init` made; `h`, `op` and `net` are live locals.
         unsafe {
             (t.start_event)(ctx, &mut h, &op);
             (t.start_event)(ctx, &mut h, &net);
@@ -312,6 +326,7 @@ mod tests {
             seen.path,
             nccl_perf_explain::observed::Path::Network(nccl_perf_explain::observed::Net::Socket)
         );
+        // SAFETY: the context `init` made, finalized once.
         unsafe { (t.finalize)(ctx) };
         crate::arm();
         assert_eq!(*mask, 0, "a finalized communicator's mask is left alone");
@@ -324,6 +339,8 @@ mod tests {
         let t = &ncclProfiler_v4.0;
         let mask: &'static mut c_int = Box::leak(Box::new(0));
         let mut ctx = null_mut();
+        // SAFETY: our own table called as NCCL calls it: `ctx` and the leaked `mask` outlive the
+        // plugin.
         unsafe {
             (t.init)(
                 &mut ctx,
@@ -345,18 +362,21 @@ mod tests {
         };
         crate::arm();
         let mut h = null_mut();
+        // SAFETY: `ctx` is the context `init` made; `h` and `d` are live locals.
         unsafe { (t.start_event)(ctx, &mut h, &d) };
         let seen = crate::take()
             .seen(3, || nccl_perf_explain::observed::Net::Unreported)
             .unwrap();
         assert_eq!(seen.algo.as_deref(), Some("Ring"));
         assert_eq!(seen.path, nccl_perf_explain::observed::Path::IntraNode);
+        // SAFETY: the context `init` made, finalized once.
         unsafe { (t.finalize)(ctx) };
     }
 
     #[test]
     fn null_pointers_are_refused_not_followed() {
         let t = &ncclProfiler_v5.0;
+        // SAFETY: null pointers on purpose: the plugin checks them and never follows them.
         unsafe {
             assert_eq!(
                 (t.init)(

@@ -173,6 +173,8 @@ impl Chained {
         reg_buff: c_int,
         channels: *mut c_int,
     ) -> NcclResult {
+        // SAFETY: `ctx` is null or a context our `init` made (`Box::into_raw`) that `finalize` has
+        // not freed yet (NCCL finalizes after its last call).
         let Some(c) = (unsafe { ctx.cast::<Context>().as_ref() }) else {
             return INTERNAL_ERROR;
         };
