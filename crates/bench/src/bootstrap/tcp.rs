@@ -6,10 +6,12 @@
 //! arrives or leaves makes rank 0 stop everyone with a message naming it. Only processes that
 //! prove the job key (`auth.rs`) take a rank. Once met, every connection carries heartbeats
 //! (`beat.rs`), so a process that is stopped or frozen is named too, not only one that left.
-//! Meeting is in `meet.rs` (rank 0's side) and `join.rs` (everyone else's), rank 0's door (many connections at once, bounded) in `door.rs`,
-//! the wire format in `wire.rs`, and the authentication of every frame after the meeting in
-//! `seal.rs`; the words it prints (addresses, durations, rank lists, the open-door note) in
-//! `words.rs`.
+//! Every read ends by its deadline, whatever a peer or a relay sends (`wire.rs`).
+//! Meeting is in `meet.rs` (rank 0's side) and `join.rs` (everyone else's), rank 0's door
+//! (many connections at once, bounded, on every address of its name) in `door.rs`, rank 0's
+//! signed challenge with the launch's salt in `challenge.rs`, the wire format in `wire.rs`, and
+//! the authentication of every frame after the meeting in `seal.rs`; the words it prints
+//! (addresses, durations, rank lists, the open-door note) in `words.rs`.
 
 mod beat;
 mod challenge;

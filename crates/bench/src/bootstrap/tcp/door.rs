@@ -1,5 +1,6 @@
-//! Rank 0's door during the meeting: one `poll()` over the listening socket, every connection
-//! that has not yet said hello, and the processes already seated. Connections are served
+//! Rank 0's door during the meeting: one `poll()` over the listening sockets (one per address
+//! of rank 0's name), every connection that has not yet said hello (each was sent its signed
+//! challenge on arrival), and the processes already seated. Connections are served
 //! concurrently and each costs bounded memory (a hello is at most [`MAX_HELLO`] bytes); at most
 //! [`MAX_PENDING`] wait at once. When more come, one is closed to make room (never told to stop:
 //! real processes say hello within milliseconds and try again when closed): a random one of the

@@ -1,6 +1,7 @@
-//! Meeting, rank 0's side: rank 0 listens, checks every hello (job key, world size, rank,
-//! program and options) before the process takes a rank, then answers each with its local and
-//! group ranks, signed over the process' own nonce. The door (`door.rs`) serves the
+//! Meeting, rank 0's side: rank 0 listens on every address of its name, checks every hello
+//! (signed with the job key over its challenge; world size, rank, program and options) before
+//! the process takes a rank, then answers each with its local and group ranks, signed over the
+//! process' own nonce. The door (`door.rs`) serves the
 //! connections; the other processes' side is `join.rs`.
 
 use super::challenge;
@@ -22,7 +23,8 @@ const LINGER: Duration = Duration::from_secs(3);
 /// The same after a process left: shorter, so that rank 0's own error comes at once.
 const LINGER_SHORT: Duration = Duration::from_secs(1);
 
-/// What a process tells rank 0 when it connects (signed with the job key over rank 0's nonce).
+/// What a process tells rank 0 when it connects (signed with the job key over rank 0's
+/// challenge).
 #[derive(Clone)]
 pub(super) struct Hello {
     pub(super) rank: usize,
@@ -146,7 +148,7 @@ impl Refusals {
     }
 }
 
-/// A seated process with its connection and the nonce rank 0 challenged it with.
+/// A seated process with its connection and the challenge rank 0 sent it.
 struct Seated {
     hello: Hello,
     stream: TcpStream,

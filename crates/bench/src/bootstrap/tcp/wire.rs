@@ -1,5 +1,7 @@
 //! The rendezvous' messages on the wire: `u32` little-endian length, one tag byte, the body.
-//! Bodies are built with [`Encoder`] and read with [`Decoder`]; every read has a deadline.
+//! Bodies are built with [`Encoder`] and read with [`Decoder`]. Every read ends by its deadline
+//! however the bytes arrive, and a frame's length is checked against its tag before its body
+//! is read ([`max_body`]).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
