@@ -31,8 +31,16 @@ pub fn program_name(argv0: &str) -> String {
         .to_string()
 }
 
-/// The usage text printed by `-h`, in nccl-tests' layout (TAB-indented, trailing spaces kept).
+/// The usage text printed by `-h`: nccl-tests' options in its layout (TAB-indented, trailing
+/// spaces kept), then [`our_usage`].
 pub fn usage(program: &str) -> String {
+    let mut s = upstream_usage(program);
+    s.push_str(&our_usage());
+    s
+}
+
+/// nccl-tests' own usage text, line for line.
+pub fn upstream_usage(program: &str) -> String {
     let mut s = format!("USAGE: {program} \n");
     for o in OPTIONS {
         let (Some(short), Some(text)) = (o.short, o.usage) else {
@@ -42,6 +50,23 @@ pub fn usage(program: &str) -> String {
             Value::Flag => s.push_str(&format!("\t[-{short},--{}]\n", o.long)),
             _ => s.push_str(&format!("\t[-{short},--{} {text}] \n", o.long)),
         }
+    }
+    s
+}
+
+/// What `-h` adds after nccl-tests' lines: where our programs differ from its text, and our
+/// long-only options with their defaults.
+pub fn our_usage() -> String {
+    let mut s = String::from(
+        "nccl-perf: -J also writes CSV (a name ending in .csv); -e defaults to 32M, so -b alone \
+         above that needs -e too.\nnccl-perf's own options (long form only):\n",
+    );
+    for o in OPTIONS.iter().filter(|o| o.short.is_none()) {
+        let name = match o.value_name() {
+            Some(v) => format!("--{} <{v}>", o.long),
+            None => format!("--{}", o.long),
+        };
+        s.push_str(&format!("\t[{name}] {}\n", o.documented_help()));
     }
     s
 }
@@ -129,9 +154,9 @@ pub fn command_for_docs() -> Command {
 /// Why a command line cannot be parsed (each a one-line description).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgsError {
-    /// An option no benchmark has.
-    #[error("unknown option '{0}' (run with -h for the list of options)")]
-    Unknown(String),
+    /// An option no benchmark has, and the closest one that exists, if any is close.
+    #[error("unknown option '{0}' ({hint}run with -h for the list of options)", hint = did_you_mean(.1))]
+    Unknown(String, Option<String>),
     /// An option without its value; the option as messages name it (`-n (--iters)`).
     #[error("option {0} requires a value")]
     MissingValue(String),
@@ -141,6 +166,14 @@ pub enum ArgsError {
     /// Anything else the parser refuses, in its words.
     #[error("{0}")]
     Other(String),
+}
+
+/// `did you mean --x? ` for a suggestion, nothing without one.
+fn did_you_mean(suggested: &Option<String>) -> String {
+    suggested
+        .as_ref()
+        .map(|s| format!("did you mean {s}? "))
+        .unwrap_or_default()
 }
 
 /// Parses the arguments after the program name.
@@ -175,7 +208,17 @@ fn describe(e: clap::Error) -> ArgsError {
         _ => String::new(),
     };
     match e.kind() {
-        ErrorKind::UnknownArgument => ArgsError::Unknown(arg),
+        ErrorKind::UnknownArgument => {
+            let suggested = match e.get(ContextKind::SuggestedArg) {
+                Some(ContextValue::String(s)) => Some(s.clone()),
+                Some(ContextValue::Strings(v)) => v.first().cloned(),
+                _ => None,
+            }
+            // Only a near miss (a letter or two, or two swapped): clap's own measure also
+            // offers --ngpus for --bogus.
+            .filter(|s| strsim::damerau_levenshtein(s, &arg) <= 2);
+            ArgsError::Unknown(arg, suggested)
+        }
         ErrorKind::InvalidValue | ErrorKind::NoEquals if !arg.is_empty() => {
             // clap names the option `--long <long>`; say `-x (--long)` as the other messages do.
             let long = arg.trim_start_matches('-').split(' ').next().unwrap_or("");
@@ -254,7 +297,8 @@ mod tests {
         assert!(parse(["--dry"]).unwrap().dry_run);
         assert!(!parse(["-b", "8"]).unwrap().dry_run);
         assert!(parse(["--dry-run=1"]).is_err());
-        assert!(!usage("x").contains("dry"));
+        assert!(!upstream_usage("x").contains("dry"));
+        assert!(usage("x").contains("\t[--dry-run] "), "{}", usage("x"));
     }
 
     #[test]
@@ -280,7 +324,11 @@ mod tests {
             parse(["--locate"]).unwrap_err().to_string(),
             "option --locate requires a value"
         );
-        assert_eq!(usage("x"), usage("x").replace("locate", ""));
+        assert_eq!(
+            upstream_usage("x"),
+            upstream_usage("x").replace("locate", "")
+        );
+        assert!(usage("x").contains("\t[--locate <SCHEDULE>] "));
     }
 
     #[test]
@@ -294,13 +342,42 @@ mod tests {
         assert!(parse(["-h"]).unwrap().help);
         assert!(parse(["--help"]).unwrap().help);
         let u = usage("all_reduce_perf");
+        let upstream = upstream_usage("all_reduce_perf");
+        assert!(u.starts_with(&upstream));
         assert!(u.starts_with("USAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n"));
         for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {
             match o.short {
-                Some(s) => assert!(u.contains(&format!("[-{s},--{} ", o.long)), "{}", o.long),
-                None => assert!(!u.contains(o.long), "{} is ours: not in -h", o.long),
+                Some(s) => assert!(
+                    upstream.contains(&format!("[-{s},--{} ", o.long)),
+                    "{}",
+                    o.long
+                ),
+                None => {
+                    assert!(!upstream.contains(o.long), "{} is ours", o.long);
+                    assert!(u.contains(&format!("[--{} <", o.long)), "{}", o.long);
+                }
             }
         }
-        assert!(u.ends_with("\t[-h,--help]\n"));
+        assert!(upstream.ends_with("\t[-h,--help]\n"));
+        // Ours come after nccl-tests' lines, each on one line with its default.
+        assert!(u.contains("[--locate-iters <N>] Timed operations per --locate group"));
+        assert!(u.contains("(default 20)"));
+        assert!(u.contains("-J also writes CSV"));
+    }
+
+    #[test]
+    fn a_typo_gets_the_closest_option() {
+        let e = parse(["--dryrun"]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown option '--dryrun' (did you mean --dry-run? run with -h for the list of options)"
+        );
+        let e = parse(["--itres", "5"]).unwrap_err().to_string();
+        assert!(e.contains("did you mean --iters?"), "{e}");
+        let e = parse(["--bogus", "1"]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown option '--bogus' (run with -h for the list of options)"
+        );
     }
 }

@@ -377,7 +377,11 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         explain,
     };
     check_gpus_per_process(&o)?;
-    check_sizes(&o)?;
+    let e_left_out = raw.get("maxbytes").is_none();
+    let b_text = raw
+        .get("minbytes")
+        .map(|b| b.to_string_lossy().into_owned());
+    check_sizes(&o, e_left_out.then_some(b_text).flatten().as_deref())?;
     post_parse(&mut o, per_iter, &mut notices)?;
     Ok(Parsed {
         options: o,
@@ -532,11 +536,20 @@ fn output_file(s: &str) -> Result<OutputFile, OptionsError> {
     })
 }
 
-/// Rejects size sweeps that are inverted or would never end.
-fn check_sizes(o: &Options) -> Result<(), OptionsError> {
+/// Rejects size sweeps that are inverted or would never end. `b_alone`: the `-b` text when
+/// `-e` was left out (then an inverted sweep is most likely `-b` alone above `-e`'s default).
+fn check_sizes(o: &Options, b_alone: Option<&str>) -> Result<(), OptionsError> {
     if o.min_bytes > o.max_bytes {
+        // nccl-tests' line, then (on a line of its own) why, when -e was left to its default.
+        let why = b_alone.map_or(String::new(), |b| {
+            format!(
+                "\nnccl-perf: -e (--maxbytes) was not given and defaults to 32M ({}): give it as \
+                 well, e.g. -b {b} -e {b}",
+                o.max_bytes
+            )
+        });
         return Err(OptionsError::Invalid(format!(
-            "invalid sizes for 'minbytes' and 'maxbytes': {} > {}",
+            "invalid sizes for 'minbytes' and 'maxbytes': {} > {}{why}",
             o.min_bytes, o.max_bytes
         )));
     }

@@ -64,6 +64,17 @@ fn strict_errors() {
         msg,
         "invalid sizes for 'minbytes' and 'maxbytes': 1073741824 > 1048576"
     );
+    // -b alone above -e's default: nccl-tests' line, then why on a line of its own.
+    let msg = match parse(&["-b", "512M"]) {
+        Err(OptionsError::Invalid(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        msg,
+        "invalid sizes for 'minbytes' and 'maxbytes': 536870912 > 33554432\nnccl-perf: -e \
+         (--maxbytes) was not given and defaults to 32M (33554432): give it as well, e.g. -b 512M \
+         -e 512M"
+    );
 }
 
 #[test]
