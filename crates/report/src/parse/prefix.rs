@@ -115,8 +115,22 @@ pub fn restore_anchor(line: &str) -> Cow<'_, str> {
     if line.starts_with('#') || !(parameters || device || t.trim_end() == "Using devices") {
         return Cow::Borrowed(line);
     }
-    let hash = if line.starts_with(' ') { "#" } else { "# " };
-    Cow::Owned(format!("{hash}{line}"))
+    let gap = if device { "  " } else { " " };
+    Cow::Owned(format!("#{gap}{t}"))
+}
+
+/// What nccl-tests prints between the `#` and `t` for the comment lines read by their start
+/// (`# Avg bus bandwidth`, `#  Rank  0`, ...), or `None` for the lines read by their words
+/// (the table's heading lines keep their own spacing).
+fn comment_gap(t: &str) -> Option<&'static str> {
+    if t.starts_with("Rank ") {
+        return Some("  ");
+    }
+    let by_start = COMMENT_WORDS
+        .iter()
+        .filter(|w| !matches!(**w, "out-of-place" | "(B)"))
+        .any(|w| t.starts_with(w));
+    by_start.then_some(" ")
 }
 
 /// A line of a log that lost its `#`s ([`hashes_stripped`]) as nccl-tests printed it: a line
@@ -127,6 +141,11 @@ pub fn restore_hash(line: &str) -> Cow<'_, str> {
     let t = line.trim_start();
     if t.is_empty() || line.starts_with('#') {
         return Cow::Borrowed(line);
+    }
+    if let Some(gap) = comment_gap(t) {
+        // The line's own indentation, whatever it is and however it differs from its
+        // neighbours', is a reader's or a document's, not nccl-tests'.
+        return Cow::Owned(format!("#{gap}{t}"));
     }
     let hash = if line.starts_with(' ') { "#" } else { "# " };
     if COMMENT_WORDS.iter().any(|w| t.starts_with(w)) || is_names_line(t) {

@@ -408,6 +408,35 @@ fn a_rank_tag_inside_a_row_is_taken_out() {
 }
 
 #[test]
+fn a_log_that_lost_its_hashes_is_read_whatever_each_line_is_indented_by() {
+    // Before: a footer indented by two or more blanks, or indentation that differed from line
+    // to line, was not recognised, and a complete run was called cut short.
+    let want = one(V2_19_6);
+    for (n, indent) in [["  ", "  "], ["    ", "  "], ["", "   "], ["\t", " "]]
+        .iter()
+        .enumerate()
+    {
+        let log: String = V2_19_6
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let text = l.strip_prefix('#').unwrap_or(l);
+                // Every other line, and the footer, indented differently.
+                let pad = if i % 2 == 0 || text.trim_start().starts_with("Avg") {
+                    indent[0]
+                } else {
+                    indent[1]
+                };
+                format!("{pad}{text}\n")
+            })
+            .collect();
+        let run = one(&log);
+        assert_eq!(run.rows, want.rows, "case {n}");
+        assert!(run.summary.is_some(), "case {n}: the footer was not found");
+    }
+}
+
+#[test]
 fn a_row_is_never_given_a_hash() {
     for line in [
         "        1024           256     float     sum      -1     7.87    0.13    0.00       0",
