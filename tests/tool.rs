@@ -338,6 +338,38 @@ fn compare_exit_codes() {
 }
 
 #[test]
+fn a_cut_run_is_marked_in_the_legend_and_named_on_stderr() {
+    // Before: a cut or failed run was drawn like any other, without a word.
+    let dir = scratch("plot-cut");
+    let full = reference("ar_sweep.out");
+    let text = read(&full);
+    let cut: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("# Out of bounds"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let cut_path = dir.join("cut.out");
+    std::fs::write(&cut_path, cut).unwrap();
+    let svg = dir.join("cut.svg");
+    let out = tool(&[
+        "plot",
+        &full.to_string_lossy(),
+        &cut_path.to_string_lossy(),
+        "-o",
+        &svg.to_string_lossy(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cut: no footer") && err.contains("marked 'cut short' in the legend"),
+        "{err}"
+    );
+    let image = read(&svg);
+    assert!(image.contains("cut (cut short) out-of-place"), "no mark in the legend");
+    assert!(!image.contains("ar_sweep (cut short)"), "the sound run was marked");
+}
+
+#[test]
 fn plots_are_written_as_svg_and_png() {
     let dir = scratch("plot");
     let runs = [reference("ar_sweep.out"), reference("ar_sweep_run2.out")];

@@ -18,6 +18,7 @@ use plotters::prelude::*;
 
 use super::error::ToolError;
 use super::metric::{Half, Metric};
+use nccl_perf_report::health::{self, Check};
 use nccl_perf_report::run::Run;
 
 /// What to draw and where.
@@ -160,6 +161,20 @@ fn labels(runs: &[Run]) -> Vec<String> {
     out
 }
 
+/// What the legend says of a run that cannot be trusted as it is: cut short (no footer: a
+/// killed job, a cut log) or failed (wrong data, error lines, a FAILED footer); `None` for a
+/// sound run.
+fn trust_mark(run: &Run) -> Option<&'static str> {
+    let problems = health::problems(run);
+    if problems.is_empty() {
+        None
+    } else if run.summary.is_none() && !problems.iter().any(|p| p.check == Check::Errors) {
+        Some("cut short")
+    } else {
+        Some("failed")
+    }
+}
+
 /// One series per run, half and (type, op, root) combination present in the run.
 fn build_series(runs: &[Run], options: &PlotOptions, notes: &mut Vec<String>) -> Vec<Series> {
     let mut series = Vec::new();
@@ -167,6 +182,13 @@ fn build_series(runs: &[Run], options: &PlotOptions, notes: &mut Vec<String>) ->
     let names = labels(runs);
     for (i, run) in runs.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
+        let mark = trust_mark(run);
+        if let (Some(mark), Some(first)) = (mark, health::problems(run).first()) {
+            notes.push(format!(
+                "{}: {first}: drawn as it is, marked '{mark}' in the legend",
+                names[i]
+            ));
+        }
         let half = match options.half {
             Some(h) => h,
             None if one_rank(run) && options.metric != Metric::Time => {
@@ -196,6 +218,9 @@ fn build_series(runs: &[Run], options: &PlotOptions, notes: &mut Vec<String>) ->
         }
         for key in &combos {
             let mut label = names[i].clone();
+            if let Some(mark) = mark {
+                label += &format!(" ({mark})");
+            }
             if programs_differ {
                 label += &format!(" {}", run.info.program.trim_end_matches("_perf"));
             }
