@@ -12,7 +12,6 @@ use super::{fault, watch};
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::report::{RunInfo, Step};
 use std::time::Duration;
 
 /// How long a process whose NCCL call failed waits to learn whether another process left the
@@ -87,8 +86,12 @@ fn guarded(
     }
     let target = match output {
         Some(o) => {
-            let (target, line) =
-                output::create_target(o, &run_info(opts, program), args, opts.explain.is_some())?;
+            let (target, line) = output::create_target(
+                o,
+                &output::run_info(opts, program),
+                args,
+                opts.explain.is_some(),
+            )?;
             print!("{line}");
             Some(target)
         }
@@ -103,94 +106,11 @@ fn guarded(
         #[cfg(feature = "test-hooks")]
         stall::pause(boot, program);
         let printing = boot.world_rank() == 0;
-        let mut out = Output::new(run_info(opts, program), printing, target);
+        let mut out = Output::new(output::run_info(opts, program), printing, target);
         let result = phases(Launched::Run(boot, &mut out));
         if result.is_err() {
             out.abort();
         }
         result
     })
-}
-
-/// The parameters shown in the header, from the options (sizes before the memory clamp).
-/// Every option is named, field by field: a new option does not compile until it is shown or
-/// said not to be (`_`: the header and the JSON `config` show what nccl-tests shows, no more).
-pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
-    let Options {
-        nthreads,
-        ngpus,
-        min_bytes,
-        max_bytes,
-        step_bytes,
-        step_factor,
-        iters,
-        agg_iters,
-        warmup_iters,
-        run_cycles: _,
-        check,
-        ops: _,
-        types: _,
-        all_types: _,
-        roots: _,
-        blocking,
-        stream_null: _,
-        timeout_s: _,
-        graph,
-        report_cputime,
-        report_timestamps,
-        output_file: _,
-        average: _,
-        register: _,
-        memory_report: _,
-        unalign,
-        per_iter,
-        per_iter_skip,
-        parallel_init,
-        cta_policy: _,
-        device_impl: _,
-        device_cta_count: _,
-        dry_run: _,
-        locate: _,
-        explain: _,
-    } = o;
-    RunInfo {
-        program: program.to_string(),
-        nthreads: *nthreads,
-        ngpus: *ngpus,
-        min_bytes: *min_bytes,
-        max_bytes: *max_bytes,
-        step: if *step_factor > 1 {
-            Step::Factor(*step_factor)
-        } else {
-            Step::Bytes(*step_bytes)
-        },
-        warmup_iters: *warmup_iters,
-        iters: *iters,
-        agg_iters: *agg_iters,
-        check: *check,
-        graph: graph.number(),
-        unalign: *unalign,
-        blocking: blocking.number(),
-        per_iter: *per_iter,
-        per_iter_skip: *per_iter_skip,
-        parallel_init: *parallel_init,
-        report_cputime: *report_cputime,
-        report_timestamps: *report_timestamps,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_info_uses_unclamped_sizes() {
-        let o = Options {
-            step_factor: 2,
-            ..Options::default()
-        };
-        let i = run_info(&o, "all_reduce_perf");
-        assert_eq!(i.step, Step::Factor(2));
-        assert_eq!(i.max_bytes, 32 << 20);
-    }
 }

@@ -9,29 +9,27 @@
 //! 3. `plan.rs`: the memory clamp, the loops over datatypes, ops, roots and sizes, the buffer
 //!    sizes, the validation kernels started (`Plan`).
 //! 4. `setup.rs`: the NCCL id, communicators, buffers, registrations (`Ready`).
-//! 5. `threads.rs`: the measurements on the `-t` threads, one by one in `measure.rs` (warm-up,
-//!    timed loop; `engine.rs`, `op.rs`, `graph.rs`, `per_iter.rs`, `validate.rs`), the rows
-//!    (`Measured`).
+//! 5. `threads.rs`: the measurements on the `-t` threads, one by one by each thread's
+//!    `worker/` (warm-up, timed loop, validation, graphs, `--explain`'s call; `engine.rs`,
+//!    `per_iter.rs`), the rows (`Measured`).
 //! 6. `finish.rs`: the summary, the GPUs torn down, the footer and the JSON, the exit code.
 //!
 //! `--dry-run` (`dry_run.rs`) stops after the launch: it checks the placement without CUDA,
 //! plans the loops and prints the plan. Beside the phases: `output.rs` (stdout and the `-J`
-//! file), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
+//! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
+//! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
 //! threads' rendezvous), `interrupt.rs` and `watch.rs` (stopping early), `fault.rs` (the
 //! validation self-test) and, with the `test-hooks` feature, `stall.rs`.
 
 pub mod discover;
 mod dry_run;
 mod engine;
-mod explain;
+mod explanation;
 mod fault;
 mod finish;
-mod graph;
 pub mod interrupt;
 mod launch;
 mod locate;
-mod measure;
-mod op;
 mod output;
 mod per_iter;
 mod placement;
@@ -42,15 +40,15 @@ mod split;
 mod stall;
 mod sync;
 mod threads;
-mod validate;
 mod version;
 mod watch;
+mod worker;
 
 pub use discover::ProbedDevice;
 pub use engine::{Engine, Shape};
-pub use measure::Worker;
 pub use setup::{BufferSizes, Gpu};
 pub use sync::ThreadGroup;
+pub use worker::Worker;
 
 use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;

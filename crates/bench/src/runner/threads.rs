@@ -1,6 +1,6 @@
 //! Phase 5, measure, on the benchmark threads (`-t`): thread 0 runs on the calling thread and
 //! prints, the others are spawned; each sets up its own GPUs with `-p 1`, runs the loops over
-//! datatype → op → root → cycle → size (one measurement is `measure.rs`), and reports its `-M 1`
+//! datatype → op → root → cycle → size (one measurement is `worker/`), and reports its `-M 1`
 //! figures. A failing thread is recorded in `interrupt`, so the others (which would wait for it
 //! forever) return at their next wait, as they do on a signal; the failure is what the run
 //! reports, and the output is closed.
@@ -8,7 +8,6 @@
 use super::discover::Inventory;
 use super::engine::{Engine, Shape};
 use super::interrupt;
-use super::measure::{GroupSample, Worker};
 use super::output::Output;
 use super::plan::{Loops, Plan, label};
 use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};
@@ -16,6 +15,7 @@ use super::split;
 #[cfg(feature = "test-hooks")]
 use super::stall;
 use super::sync::ThreadGroup;
+use super::worker::{GroupSample, Worker};
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};

@@ -2,12 +2,12 @@
 //! by the kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on
 //! every GPU and summed over all ranks.
 
-use super::engine::Shape;
-use super::measure::Worker;
-use super::setup::Gpu;
+use super::Worker;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
 use crate::error::{Error, Result};
+use crate::runner::engine::Shape;
+use crate::runner::setup::Gpu;
 use crate::verify::tolerance;
 
 impl Worker<'_> {
@@ -28,7 +28,7 @@ impl Worker<'_> {
             self.issue_checked_op(s, in_place)?;
             self.wait()?;
             // Test-only (NCCL_PERF_CORRUPT): damage one received element to prove the check works.
-            super::fault::corrupt(
+            crate::runner::fault::corrupt(
                 &self.gpus,
                 |g| self.data_ptrs(g, s, in_place, 0).1,
                 s,
