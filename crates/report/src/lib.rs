@@ -3,7 +3,8 @@
 //! The model types below are filled by the runner; `table` renders them byte-for-byte in the
 //! nccl-tests v2.19.6 layout, `json` writes upstream's `-J` schema (version 3) and `csv` the
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
-//! and `json::read` JSON files into [`run::Run`]s; `markdown` renders them for documents.
+//! and `json::read` JSON files into [`run::Run`]s (`load` picks between them for a file);
+//! `markdown` renders them for documents; `health` judges them.
 
 pub mod csv;
 pub mod format;
@@ -11,9 +12,9 @@ pub mod formats;
 pub mod health;
 pub mod iterations;
 pub mod json;
+pub mod load;
 pub mod markdown;
 pub mod parse;
-pub mod read;
 pub mod run;
 pub mod split;
 pub mod table;

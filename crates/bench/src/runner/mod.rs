@@ -1,8 +1,8 @@
 //! A whole benchmark run, as the sequence of its phases, one file each; each phase hands the
 //! next ones what it found in a small struct:
 //!
-//! 1. `launch.rs`: join the job (bootstrap), create the `-J` file, start the watchdog; in the
-//!    end, finalize the job or tell it about a failure (`Launched`).
+//! 1. `start.rs`: join the job (bootstrap), create the `-J` file, start the watchdog; in the
+//!    end, finalize the job or tell it about a failure (`Started`).
 //! 2. `discover.rs`: CUDA, libnccl and its version rules (`version.rs`), the header, this
 //!    process' devices, every process' record checked by rank 0, the device lines
 //!    (`Inventory`).
@@ -14,11 +14,11 @@
 //!    `per_iter.rs`), the rows (`Measured`).
 //! 6. `finish.rs`: the summary, the GPUs torn down, the footer and the JSON, the exit code.
 //!
-//! `--dry-run` (`dry_run.rs`) stops after the launch: it checks the placement without CUDA,
+//! `--dry-run` (`dry_run.rs`) stops after the start: it checks the placement without CUDA,
 //! plans the loops and prints the plan. Beside the phases: `output.rs` (stdout and the `-J`
 //! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
 //! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
-//! threads' rendezvous), `interrupt.rs` and `watch.rs` (stopping early), `fault.rs` (the
+//! threads' rendezvous), `interrupt.rs` and `watchdog.rs` (stopping early), `fault.rs` (the
 //! validation self-test) and, with the `test-hooks` feature, `stall.rs`.
 
 pub mod discover;
@@ -28,20 +28,20 @@ mod explanation;
 mod fault;
 mod finish;
 pub mod interrupt;
-mod launch;
 mod locate;
 mod output;
 mod per_iter;
 mod placement;
 mod plan;
 pub mod setup;
-mod split;
+mod split_groups;
 #[cfg(feature = "test-hooks")]
 mod stall;
+mod start;
 mod sync;
 mod threads;
 mod version;
-mod watch;
+mod watchdog;
 mod worker;
 
 pub use discover::ProbedDevice;
@@ -54,8 +54,8 @@ use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
 use crate::error::Result;
 use crate::options::Options;
-use launch::Launched;
 use output::Output;
+use start::Started;
 
 /// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
 /// that reached its footer, or the error that ended it (the job was told).
@@ -65,13 +65,13 @@ pub fn run_benchmark(
     program: &str,
     args: Vec<String>,
 ) -> Result<u8> {
-    launch::launch(opts, program, args, |launched| match launched {
-        Launched::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
-        Launched::Run(boot, out) => benchmark(opts, coll, boot, out),
+    start::start(opts, program, args, |started| match started {
+        Started::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
+        Started::Run(boot, out) => benchmark(opts, coll, boot, out),
     })
 }
 
-/// The phases after the launch, in order.
+/// The phases after the start, in order.
 fn benchmark(
     opts: &Options,
     coll: &dyn Collective,

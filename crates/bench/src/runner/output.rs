@@ -7,7 +7,7 @@
 //! a complete, well-formed document from the moment it is created: the document of a run that
 //! stopped early (devices and rows known so far, no footer keys) is rewritten when the devices
 //! are known, and replaced by the full document at the end; a run stopped by a lost rank or a
-//! signal rewrites it with the rows completed (see `watch.rs`).
+//! signal rewrites it with the rows completed (see `watchdog.rs`).
 
 use crate::error::{Error, Result};
 use crate::options::{Options, OutputFile, OutputFormat};

@@ -11,7 +11,7 @@ use super::interrupt;
 use super::output::Output;
 use super::plan::{Loops, Plan, label};
 use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};
-use super::split;
+use super::split_groups;
 #[cfg(feature = "test-hooks")]
 use super::stall;
 use super::sync::ThreadGroup;
@@ -67,13 +67,13 @@ pub(super) fn measure(
     if engine.record_groups {
         let per_process = (opts.nthreads * opts.ngpus) as usize;
         let first = boot.world_rank() * per_process;
-        let mine = split::fold(
+        let mine = split_groups::fold(
             boot.group().color,
             boot.world_rank(),
             (first..first + per_process).collect(),
             &measured.samples,
         );
-        measured.split_groups = split::gather(boot, &mine, opts.average)?;
+        measured.split_groups = split_groups::gather(boot, &mine, opts.average)?;
     }
     Ok(measured)
 }

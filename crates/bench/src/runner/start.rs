@@ -1,4 +1,4 @@
-//! Phase 1, launch: this process joins the job and the run is made safe to stop. Bootstraps
+//! Phase 1, start: this process joins the job and the run is made safe to stop. Bootstraps
 //! (whatever the launcher); world rank 0 creates the `-J` file, so a path that cannot be
 //! written ends the run before any GPU work; the watchdog runs beside the later phases (a lost
 //! process or a stop signal ends the run with the JSON document closed). When the later phases
@@ -8,7 +8,7 @@
 use super::output::{self, Output};
 #[cfg(feature = "test-hooks")]
 use super::stall;
-use super::{fault, watch};
+use super::{fault, watchdog};
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -18,8 +18,8 @@ use std::time::Duration;
 /// run (rank 0 notices within 100 ms and tells the others).
 const LOST_PEER_WAIT: Duration = Duration::from_secs(3);
 
-/// What the later phases get from the launch.
-pub(super) enum Launched<'a> {
+/// What the later phases get from the start.
+pub(super) enum Started<'a> {
     /// `--dry-run`: the bootstrap only (the `-J` folder was checked, nothing created).
     DryRun(&'a dyn Bootstrap),
     /// A benchmark: the bootstrap and the report (stdout at world rank 0, the `-J` file).
@@ -28,11 +28,11 @@ pub(super) enum Launched<'a> {
 
 /// Launches: runs `phases` with what it needs inside the job and under the watchdog; returns
 /// their exit code, or their error after the job was told.
-pub(super) fn launch(
+pub(super) fn start(
     opts: &Options,
     program: &str,
     args: Vec<String>,
-    phases: impl FnOnce(Launched) -> Result<u8>,
+    phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     fault::init(program)?;
     let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
@@ -71,17 +71,17 @@ fn guarded(
     program: &str,
     boot: &dyn Bootstrap,
     args: Vec<String>,
-    phases: impl FnOnce(Launched) -> Result<u8>,
+    phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
     if opts.dry_run {
         if let Some(o) = output {
             output::check_target(&o.path)?;
         }
-        return watch::guard(boot, None, || {
+        return watchdog::guard(boot, None, || {
             #[cfg(feature = "test-hooks")]
             stall::pause(boot, program);
-            phases(Launched::DryRun(boot))
+            phases(Started::DryRun(boot))
         });
     }
     let target = match output {
@@ -102,12 +102,12 @@ fn guarded(
         _ => None,
     };
     // A lost process or a stop signal ends the run from the watchdog, JSON closed.
-    watch::guard(boot, json, || {
+    watchdog::guard(boot, json, || {
         #[cfg(feature = "test-hooks")]
         stall::pause(boot, program);
         let printing = boot.world_rank() == 0;
         let mut out = Output::new(output::run_info(opts, program), printing, target);
-        let result = phases(Launched::Run(boot, &mut out));
+        let result = phases(Started::Run(boot, &mut out));
         if result.is_err() {
             out.abort();
         }
