@@ -69,6 +69,33 @@ pub struct RunInfo {
     pub report_timestamps: bool,
 }
 
+/// nccl-tests' defaults (no program, one thread and GPU, no sizes), for what a log's header or
+/// a test does not say.
+impl Default for RunInfo {
+    fn default() -> RunInfo {
+        RunInfo {
+            program: String::new(),
+            nthreads: 1,
+            ngpus: 1,
+            min_bytes: 0,
+            max_bytes: 0,
+            step: Step::Factor(1),
+            warmup_iters: 1,
+            iters: 20,
+            agg_iters: 1,
+            check: 1,
+            graph: 0,
+            unalign: 0,
+            blocking: 0,
+            per_iter: false,
+            per_iter_skip: 0,
+            parallel_init: false,
+            report_cputime: false,
+            report_timestamps: false,
+        }
+    }
+}
+
 /// One GPU of the run, as shown in a `#  Rank ...` device line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
