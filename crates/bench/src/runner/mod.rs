@@ -19,12 +19,15 @@
 //! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
 //! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
 //! threads' rendezvous), `interrupt.rs` and `watchdog.rs` (stopping early), `fault.rs` (the
-//! validation self-test) and, with the `test-hooks` feature, `stall.rs`.
+//! validation self-test), with the `test-hooks` feature `stall.rs`, and for unit tests
+//! `fake_job.rs` (one process of a job, as a bootstrap).
 
 pub mod discover;
 mod dry_run;
 mod engine;
 mod explanation;
+#[cfg(test)]
+mod fake_job;
 mod fault;
 mod finish;
 pub mod interrupt;
