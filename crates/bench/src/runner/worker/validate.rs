@@ -6,6 +6,7 @@ use super::Worker;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::Kernels;
 use crate::runner::engine::Shape;
 use crate::runner::setup::Gpu;
 use crate::verify::tolerance;
@@ -72,10 +73,7 @@ impl Worker<'_> {
     ) -> Result<()> {
         let ts = s.ts();
         for g in &self.gpus {
-            g.ctx().make_current()?;
-            let k = g
-                .kernels()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let k = kernels(g)?;
             let expected = g.expected();
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
             let recv = g.recv().span(recv, s.counts.recv * ts)?;
@@ -129,10 +127,7 @@ impl Worker<'_> {
         let reduces = self.e.coll.op_column().reduces();
         let tol = tolerance(s.dt, reduces.then_some(s.op));
         for g in &self.gpus {
-            g.ctx().make_current()?;
-            let k = g
-                .kernels()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let k = kernels(g)?;
             let expected = g.expected();
             let counter = g.counter().span(g.counter().addr(), 8)?;
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
@@ -162,4 +157,11 @@ impl Worker<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// `g`'s validation kernels, with its context made current.
+fn kernels(g: &Gpu) -> Result<&Kernels> {
+    g.ctx().make_current()?;
+    g.kernels()
+        .ok_or_else(|| Error::Internal("validation kernels missing".into()))
 }
