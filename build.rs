@@ -1,7 +1,7 @@
 //! Exports `--explain`'s plugin tables (`crates/capture`) from the programs' dynamic symbol
 //! table, where NCCL finds them with `NCCL_PROFILER_PLUGIN=STATIC_PLUGIN` (`dlopen(NULL)` and
-//! `dlsym`). Executables export nothing by default. `tests/explain_exports.rs` checks the
-//! symbols are there.
+//! `dlsym`). Executables export nothing by default. `tests/explain_cli.rs`
+//! (`every_program_exports_its_plugins_where_nccl_looks`) checks the symbols are there.
 
 /// The tables NCCL looks up by name (`crates/capture/src/ffi/profiler.rs`, `tuner.rs`).
 const EXPORTED: [&str; 4] = [

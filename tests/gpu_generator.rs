@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
-use nccl_perf_bench::verify::kernels::{
+use nccl_perf_bench::verify::kernel_source::{
     SOURCE, expected_kernel, input_kernel, launch_dims, mismatch_kernel, op_code,
 };
 use nccl_perf_cli::types::{DataType, RedOp};

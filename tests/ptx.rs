@@ -3,7 +3,9 @@
 //! be the source's hash now. When this fails, run `bash ci/gen-ptx.sh` and commit the result.
 
 use nccl_perf_bench::gpu::ptx::BUNDLED;
-use nccl_perf_bench::verify::kernels::{SOURCE, expected_kernel, input_kernel, mismatch_kernel};
+use nccl_perf_bench::verify::kernel_source::{
+    SOURCE, expected_kernel, input_kernel, mismatch_kernel,
+};
 use nccl_perf_cli::types::DataType;
 use sha2::{Digest, Sha256};
 use std::path::Path;

@@ -1,6 +1,6 @@
-//! The seam between locate and whatever runs its rounds: the benchmark runner on GPUs (later)
-//! or the model cluster of the tests (`oracle::locate_model`). Locate plans rounds and judges their
-//! results; a [`RoundRunner`] only runs them.
+//! The seam between locate and whatever runs its rounds: the benchmark runner on GPUs (bench's
+//! `runner/locate/`) or the model cluster of the tests (`oracle::locate_model`). Locate plans
+//! rounds and judges their results; a [`RoundRunner`] only runs them.
 //!
 //! Contract for a runner in a job of many processes: every rank calls
 //! [`RoundRunner::run_round`] with the same round (locate is deterministic: the same seed and the

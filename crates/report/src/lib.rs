@@ -3,7 +3,8 @@
 //! The model types below are filled by the runner; `table` renders them byte-for-byte in the
 //! nccl-tests v2.19.6 layout, `json` writes upstream's `-J` schema (version 3) and `csv` the
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
-//! and `json::read` JSON files into [`run::Run`]s; `markdown` renders them for documents.
+//! and `json::read` JSON files into [`run::Run`]s (`load` picks between them for a file);
+//! `markdown` renders them for documents; `health` judges them.
 
 pub mod csv;
 pub mod format;
@@ -11,9 +12,9 @@ pub mod formats;
 pub mod health;
 pub mod iterations;
 pub mod json;
+pub mod load;
 pub mod markdown;
 pub mod parse;
-pub mod read;
 pub mod run;
 pub mod split;
 pub mod table;
@@ -66,6 +67,33 @@ pub struct RunInfo {
     pub report_cputime: bool,
     /// `-S 1`
     pub report_timestamps: bool,
+}
+
+/// nccl-tests' defaults (no program, one thread and GPU, no sizes), for what a log's header or
+/// a test does not say.
+impl Default for RunInfo {
+    fn default() -> RunInfo {
+        RunInfo {
+            program: String::new(),
+            nthreads: 1,
+            ngpus: 1,
+            min_bytes: 0,
+            max_bytes: 0,
+            step: Step::Factor(1),
+            warmup_iters: 1,
+            iters: 20,
+            agg_iters: 1,
+            check: 1,
+            graph: 0,
+            unalign: 0,
+            blocking: 0,
+            per_iter: false,
+            per_iter_skip: 0,
+            parallel_init: false,
+            report_cputime: false,
+            report_timestamps: false,
+        }
+    }
 }
 
 /// One GPU of the run, as shown in a `#  Rank ...` device line.

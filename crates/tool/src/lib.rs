@@ -31,8 +31,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use nccl_perf_report::formats;
 use nccl_perf_report::health::{self, Check};
+use nccl_perf_report::load::read_file;
 use nccl_perf_report::parse::ParseOptions;
-use nccl_perf_report::read::read_file;
 use nccl_perf_report::run::Run;
 
 /// Exit code for a regression found by `compare`.

@@ -21,28 +21,7 @@ impl Collective for AllReduce {
     }
 
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
-        let (buf, offset) = f.data();
-        let rn = f.nranks as u32;
-        vec![
-            Fill::Input {
-                buf,
-                offset,
-                count: f.counts.send,
-                op: Some(f.op),
-                rn,
-                rme: f.rank as u32,
-                seed: f.seed,
-                ix0: 0,
-            },
-            Fill::Expected {
-                offset: 0,
-                count: f.counts.recv,
-                op: Some(f.op),
-                rn,
-                seed: f.seed,
-                ix0: 0,
-            },
-        ]
+        vec![f.reduction_input(), f.reduction_expected(0)]
     }
 }
 

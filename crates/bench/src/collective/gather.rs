@@ -59,12 +59,10 @@ impl Collective for Gather {
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
         let c = f.counts.send;
         let input = Fill::copy_input(f.data(), c, f.seed, (f.rank * c) as u64);
-        let expected = if f.rank == f.root {
-            Fill::copy_expected(0, f.counts.recv, f.seed, 0)
-        } else {
-            Fill::ExpectedIsRecv
-        };
-        vec![input, expected]
+        vec![
+            input,
+            f.root_expects(Fill::copy_expected(0, f.counts.recv, f.seed, 0)),
+        ]
     }
 }
 

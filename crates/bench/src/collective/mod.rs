@@ -221,6 +221,45 @@ impl FillCtx {
             (Buffer::Send, 0)
         }
     }
+
+    /// This rank's reduction input: its `counts.send` elements of the op's pattern over every
+    /// rank, written where its send data is ([`FillCtx::data`]).
+    pub fn reduction_input(&self) -> Fill {
+        let (buf, offset) = self.data();
+        Fill::Input {
+            buf,
+            offset,
+            count: self.counts.send,
+            op: Some(self.op),
+            rn: self.nranks as u32,
+            rme: self.rank as u32,
+            seed: self.seed,
+            ix0: 0,
+        }
+    }
+
+    /// The reduction over every rank of the pattern from generator index `ix0`, expected at
+    /// the start of the expected buffer: `counts.recv` elements.
+    pub fn reduction_expected(&self, ix0: u64) -> Fill {
+        Fill::Expected {
+            offset: 0,
+            count: self.counts.recv,
+            op: Some(self.op),
+            rn: self.nranks as u32,
+            seed: self.seed,
+            ix0,
+        }
+    }
+
+    /// What a rooted collective expects on this rank: `at_root` on the root, an unchanged
+    /// receive buffer on the others.
+    pub fn root_expects(&self, at_root: Fill) -> Fill {
+        if self.rank == self.root {
+            at_root
+        } else {
+            Fill::ExpectedIsRecv
+        }
+    }
 }
 
 /// What one GPU's operation is bound from: its pointers and shape (datatype, op, communicator

@@ -23,31 +23,7 @@ impl Collective for Reduce {
     /// Every rank writes its reduction input; the root expects the reduction, the others an
     /// unchanged receive buffer (zeros out of place, their own input in place).
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
-        let (buf, offset) = f.data();
-        let rn = f.nranks as u32;
-        let input = Fill::Input {
-            buf,
-            offset,
-            count: f.counts.send,
-            op: Some(f.op),
-            rn,
-            rme: f.rank as u32,
-            seed: f.seed,
-            ix0: 0,
-        };
-        let expected = if f.rank == f.root {
-            Fill::Expected {
-                offset: 0,
-                count: f.counts.recv,
-                op: Some(f.op),
-                rn,
-                seed: f.seed,
-                ix0: 0,
-            }
-        } else {
-            Fill::ExpectedIsRecv
-        };
-        vec![input, expected]
+        vec![f.reduction_input(), f.root_expects(f.reduction_expected(0))]
     }
 }
 

@@ -32,28 +32,10 @@ impl Collective for ReduceScatter {
     /// Input: the whole `b·n` reduction input (in place: from the start of the receive buffer).
     /// Expected: the reduction of block `rank`, i.e. generator indices from `rank·b`.
     fn fills(&self, f: &FillCtx) -> Vec<Fill> {
-        let (buf, offset) = f.data();
-        let rn = f.nranks as u32;
         let b = f.counts.recv;
         vec![
-            Fill::Input {
-                buf,
-                offset,
-                count: f.counts.send,
-                op: Some(f.op),
-                rn,
-                rme: f.rank as u32,
-                seed: f.seed,
-                ix0: 0,
-            },
-            Fill::Expected {
-                offset: 0,
-                count: b,
-                op: Some(f.op),
-                rn,
-                seed: f.seed,
-                ix0: (f.rank * b) as u64,
-            },
+            f.reduction_input(),
+            f.reduction_expected((f.rank * b) as u64),
         ]
     }
 }

@@ -6,7 +6,7 @@ use super::device::{Span, Stream};
 use super::driver::{self, CUfunction, CUstream, Module};
 use crate::error::{Error, Result};
 use crate::types::{DataType, RedOp};
-use crate::verify::kernels as names;
+use crate::verify::kernel_source as names;
 use std::collections::HashMap;
 use std::ffi::c_void;
 

@@ -128,7 +128,7 @@ pub(super) fn discover(
     if let Some(x) = &opts.explain
         && out.printing()
     {
-        out.explain_rows(super::explain::Rows::new(
+        out.explain_rows(super::explanation::Rows::new(
             x,
             &infos,
             &records,

@@ -58,11 +58,11 @@ pub fn check_and_plan(
     if boot.world_rank() == 0 {
         let text = render(opts, coll, program, boot, &records, &plan, &located);
         if let Some(x) = &opts.explain {
-            super::explain::check_table(x)?;
+            super::explanation::check_table(x)?;
         }
         print!("{text}");
         if opts.explain.is_some() {
-            print!("{}", super::explain::dry_run_line());
+            print!("{}", super::explanation::dry_run_line());
         }
     }
     Ok(code::OK)

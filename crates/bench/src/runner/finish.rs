@@ -13,13 +13,26 @@ use std::ops::Not;
 
 /// Runs the finish phase; returns the exit code of a run that reached its footer.
 pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Result<u8> {
-    let (explained, gate_failed) = super::explain::conclude(out);
+    let (explained, gate_failed) = explain(out);
     let (summary, code) = summarize(nccl, &measured, out);
     crate::gpu::rank::destroy_all(measured.gpus)?;
     footer(out, &summary, measured.split_groups);
     out.print(&explained);
     crate::host::trace("teardown done");
     Ok(with_gate(code, gate_failed))
+}
+
+/// After the table, at world rank 0 with `--explain`: the explanation (returned, printed after
+/// the footer) recorded in the JSON document; `true` in the second place when `--explain-gate`
+/// fails.
+fn explain(out: &mut Output) -> (String, bool) {
+    let program = out.info().program.clone();
+    let Some(rows) = out.explained() else {
+        return (String::new(), false);
+    };
+    let c = super::explanation::conclude(rows, &program);
+    out.set_explain_json(c.json);
+    (c.text, c.gate_failed)
 }
 
 /// The exit code with `--explain-gate`'s verdict: 7 when it failed (and nothing else did).
@@ -48,7 +61,7 @@ pub(super) fn finish_then(
     out: &mut Output,
     after: impl FnOnce(&[Gpu]) -> Result<u8>,
 ) -> Result<u8> {
-    let (explained, gate_failed) = super::explain::conclude(out);
+    let (explained, gate_failed) = explain(out);
     let (summary, code) = summarize(nccl, &measured, out);
     let code = with_gate(code, gate_failed);
     footer(out, &summary, std::mem::take(&mut measured.split_groups));

@@ -1,63 +1,64 @@
 //! A whole benchmark run, as the sequence of its phases, one file each; each phase hands the
 //! next ones what it found in a small struct:
 //!
-//! 1. `launch.rs`: join the job (bootstrap), create the `-J` file, start the watchdog; in the
-//!    end, finalize the job or tell it about a failure (`Launched`).
+//! 1. `start.rs`: join the job (bootstrap), create the `-J` file, start the watchdog; in the
+//!    end, finalize the job or tell it about a failure (`Started`).
 //! 2. `discover.rs`: CUDA, libnccl and its version rules (`version.rs`), the header, this
 //!    process' devices, every process' record checked by rank 0, the device lines
 //!    (`Inventory`).
 //! 3. `plan.rs`: the memory clamp, the loops over datatypes, ops, roots and sizes, the buffer
 //!    sizes, the validation kernels started (`Plan`).
 //! 4. `setup.rs`: the NCCL id, communicators, buffers, registrations (`Ready`).
-//! 5. `threads.rs`: the measurements on the `-t` threads, one by one in `measure.rs` (warm-up,
-//!    timed loop; `engine.rs`, `op.rs`, `graph.rs`, `per_iter.rs`, `validate.rs`), the rows
-//!    (`Measured`).
+//! 5. `threads.rs`: the measurements on the `-t` threads, one by one by each thread's
+//!    `worker/` (warm-up, timed loop, validation, graphs, `--explain`'s call; `engine.rs`,
+//!    `per_iter.rs`), the rows (`Measured`).
 //! 6. `finish.rs`: the summary, the GPUs torn down, the footer and the JSON, the exit code.
 //!
-//! `--dry-run` (`dry_run.rs`) stops after the launch: it checks the placement without CUDA,
+//! `--dry-run` (`dry_run.rs`) stops after the start: it checks the placement without CUDA,
 //! plans the loops and prints the plan. Beside the phases: `output.rs` (stdout and the `-J`
-//! file), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
-//! threads' rendezvous), `interrupt.rs` and `watch.rs` (stopping early), `fault.rs` (the
-//! validation self-test) and, with the `test-hooks` feature, `stall.rs`.
+//! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
+//! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
+//! threads' rendezvous), `interrupt.rs` and `watchdog.rs` (stopping early), `fault.rs` (the
+//! validation self-test), with the `test-hooks` feature `stall.rs`, and for unit tests
+//! `fake_job.rs` (one process of a job, as a bootstrap).
 
 pub mod discover;
 mod dry_run;
 mod engine;
-mod explain;
+mod explanation;
+#[cfg(test)]
+mod fake_job;
 mod fault;
 mod finish;
-mod graph;
 pub mod interrupt;
-mod launch;
 mod locate;
-mod measure;
-mod op;
 mod output;
 mod per_iter;
 mod placement;
 mod plan;
 pub mod setup;
-mod split;
+mod split_groups;
 #[cfg(feature = "test-hooks")]
 mod stall;
+mod start;
 mod sync;
 mod threads;
-mod validate;
 mod version;
-mod watch;
+mod watchdog;
+mod worker;
 
 pub use discover::ProbedDevice;
 pub use engine::{Engine, Shape};
-pub use measure::Worker;
 pub use setup::{BufferSizes, Gpu};
 pub use sync::ThreadGroup;
+pub use worker::Worker;
 
 use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
 use crate::error::Result;
 use crate::options::Options;
-use launch::Launched;
 use output::Output;
+use start::Started;
 
 /// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
 /// that reached its footer, or the error that ended it (the job was told).
@@ -67,13 +68,13 @@ pub fn run_benchmark(
     program: &str,
     args: Vec<String>,
 ) -> Result<u8> {
-    launch::launch(opts, program, args, |launched| match launched {
-        Launched::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
-        Launched::Run(boot, out) => benchmark(opts, coll, boot, out),
+    start::start(opts, program, args, |started| match started {
+        Started::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
+        Started::Run(boot, out) => benchmark(opts, coll, boot, out),
     })
 }
 
-/// The phases after the launch, in order.
+/// The phases after the start, in order.
 fn benchmark(
     opts: &Options,
     coll: &dyn Collective,

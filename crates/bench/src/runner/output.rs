@@ -1,18 +1,19 @@
-//! The printing side of a run (world rank 0, thread 0 only): stdout lines, the JSON document or
-//! CSV file, and the running average of bus bandwidth.
+//! The printing side of a run (world rank 0, thread 0 only): the header's parameters
+//! ([`run_info`]), stdout lines, the JSON document or CSV file, the running average of bus
+//! bandwidth and `--explain`'s rows ([`super::explanation::Rows`], kept as data).
 //!
 //! The `-J` file is created before any GPU work ([`create_target`]), so a path that cannot be
 //! written stops the run at once (exit 255) instead of after a long benchmark. A JSON file holds
 //! a complete, well-formed document from the moment it is created: the document of a run that
 //! stopped early (devices and rows known so far, no footer keys) is rewritten when the devices
 //! are known, and replaced by the full document at the end; a run stopped by a lost rank or a
-//! signal rewrites it with the rows completed (see `watch.rs`).
+//! signal rewrites it with the rows completed (see `watchdog.rs`).
 
 use crate::error::{Error, Result};
-use crate::options::{OutputFile, OutputFormat};
+use crate::options::{Options, OutputFile, OutputFormat};
 use crate::report::json::{self, JsonReport};
 use crate::report::split::SplitGroup;
-use crate::report::{DeviceInfo, RowResult, RunInfo, Summary, csv, format, table};
+use crate::report::{DeviceInfo, RowResult, RunInfo, Step, Summary, csv, format, table};
 use nccl_perf_explain::observed::Seen;
 use std::fs::File;
 use std::io::{Seek, Write};
@@ -89,6 +90,73 @@ fn cannot_write(path: &Path, why: &dyn std::fmt::Display) -> Error {
         "-J {}: cannot create the output file ({why}); give a writable path or leave out -J",
         path.display()
     ))
+}
+
+/// The parameters shown in the header, from the options (sizes before the memory clamp).
+/// Every option is named, field by field: a new option does not compile until it is shown or
+/// said not to be (`_`: the header and the JSON `config` show what nccl-tests shows, no more).
+pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
+    let Options {
+        nthreads,
+        ngpus,
+        min_bytes,
+        max_bytes,
+        step_bytes,
+        step_factor,
+        iters,
+        agg_iters,
+        warmup_iters,
+        run_cycles: _,
+        check,
+        ops: _,
+        types: _,
+        all_types: _,
+        roots: _,
+        blocking,
+        stream_null: _,
+        timeout_s: _,
+        graph,
+        report_cputime,
+        report_timestamps,
+        output_file: _,
+        average: _,
+        register: _,
+        memory_report: _,
+        unalign,
+        per_iter,
+        per_iter_skip,
+        parallel_init,
+        cta_policy: _,
+        device_impl: _,
+        device_cta_count: _,
+        dry_run: _,
+        locate: _,
+        explain: _,
+    } = o;
+    RunInfo {
+        program: program.to_string(),
+        nthreads: *nthreads,
+        ngpus: *ngpus,
+        min_bytes: *min_bytes,
+        max_bytes: *max_bytes,
+        step: if *step_factor > 1 {
+            Step::Factor(*step_factor)
+        } else {
+            Step::Bytes(*step_bytes)
+        },
+        warmup_iters: *warmup_iters,
+        iters: *iters,
+        agg_iters: *agg_iters,
+        check: *check,
+        graph: graph.number(),
+        unalign: *unalign,
+        blocking: blocking.number(),
+        per_iter: *per_iter,
+        per_iter_skip: *per_iter_skip,
+        parallel_init: *parallel_init,
+        report_cputime: *report_cputime,
+        report_timestamps: *report_timestamps,
+    }
 }
 
 /// The `-J` JSON document and its file, shared between the printing thread and the watchdog.
@@ -185,7 +253,7 @@ pub struct Output {
     busbw_sum: f64,
     halves: u64,
     /// `--explain` at world rank 0: the rows and what NCCL reported for them.
-    explained: Option<super::explain::Rows>,
+    explained: Option<super::explanation::Rows>,
     /// Each row's size and out-of-place busbw, for `--locate`'s comparison of the job with
     /// its groups.
     sizes: Vec<(u64, f64)>,
@@ -218,7 +286,7 @@ impl Output {
     }
 
     /// Keeps the rows for `--explain` (world rank 0 only: the others print nothing).
-    pub fn explain_rows(&mut self, rows: super::explain::Rows) {
+    pub fn explain_rows(&mut self, rows: super::explanation::Rows) {
         if self.printing {
             self.explained = Some(rows);
         }
@@ -230,8 +298,8 @@ impl Output {
     }
 
     /// The rows kept for `--explain`, if any.
-    pub fn explained(&mut self) -> Option<&mut super::explain::Rows> {
-        self.explained.as_mut()
+    pub fn explained(&self) -> Option<&super::explanation::Rows> {
+        self.explained.as_ref()
     }
 
     /// Records `--explain`'s object in the JSON document (`nccl_perf_explain`).

@@ -242,23 +242,13 @@ mod tests {
         use crate::report::{HalfResult, RowResult, RunInfo, Step, table};
         let info = RunInfo {
             program: "all_reduce_perf".into(),
-            nthreads: 1,
-            ngpus: 1,
             min_bytes: 8,
             max_bytes: 8,
             step: Step::Factor(2),
-            warmup_iters: 1,
             iters: 4,
-            agg_iters: 1,
-            check: 1,
-            graph: 0,
-            unalign: 0,
-            blocking: 0,
             per_iter: true,
             per_iter_skip: 1,
-            parallel_init: false,
-            report_cputime: false,
-            report_timestamps: false,
+            ..RunInfo::default()
         };
         let (times, rows) = combine(vec![vec![5.0, 1.0, 2.0, 3.0], vec![4.0, 2.0, 1.5, 3.5]]);
         let two = summarize(times, 1, rows);

@@ -1,6 +1,6 @@
 //! Phase 5, measure, on the benchmark threads (`-t`): thread 0 runs on the calling thread and
 //! prints, the others are spawned; each sets up its own GPUs with `-p 1`, runs the loops over
-//! datatype → op → root → cycle → size (one measurement is `measure.rs`), and reports its `-M 1`
+//! datatype → op → root → cycle → size (one measurement is `worker/`), and reports its `-M 1`
 //! figures. A failing thread is recorded in `interrupt`, so the others (which would wait for it
 //! forever) return at their next wait, as they do on a signal; the failure is what the run
 //! reports, and the output is closed.
@@ -8,14 +8,14 @@
 use super::discover::Inventory;
 use super::engine::{Engine, Shape};
 use super::interrupt;
-use super::measure::{GroupSample, Worker};
 use super::output::Output;
 use super::plan::{Loops, Plan, label};
 use super::setup::{self, Gpu, GpuPlan, Ready, ThreadGpus};
-use super::split;
+use super::split_groups;
 #[cfg(feature = "test-hooks")]
 use super::stall;
 use super::sync::ThreadGroup;
+use super::worker::{GroupSample, Worker};
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
@@ -67,13 +67,13 @@ pub(super) fn measure(
     if engine.record_groups {
         let per_process = (opts.nthreads * opts.ngpus) as usize;
         let first = boot.world_rank() * per_process;
-        let mine = split::fold(
+        let mine = split_groups::fold(
             boot.group().color,
             boot.world_rank(),
             (first..first + per_process).collect(),
             &measured.samples,
         );
-        measured.split_groups = split::gather(boot, &mine, opts.average)?;
+        measured.split_groups = split_groups::gather(boot, &mine, opts.average)?;
     }
     Ok(measured)
 }

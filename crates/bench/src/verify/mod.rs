@@ -3,7 +3,7 @@
 //! by tests, is the `nccl-perf-oracle` crate (`oracle/`).
 //!
 //! Kernel interface (source in `kernels/verifiable.cu`, names built by the functions in
-//! `kernels`):
+//! `kernel_source`):
 //! - `np_input_<type>(void* buf, u64 count, u64 ix0, int op, int rn, int rme, u64 seed)`:
 //!   `buf[i] = input(op, rn, rme, seed, ix0 + i)`; `op` = -1 for the copy pattern (Nil), else the
 //!   index of the op in [`crate::types::RedOp::ALL`]. With `rn == 1` every op becomes Nil.
@@ -12,7 +12,7 @@
 //!   atomically adds to `*nwrong` the number of elements whose bit patterns, read as unsigned
 //!   integers of `bits` width, differ by more than `tol`.
 
-pub mod kernels;
+pub mod kernel_source;
 
 use crate::types::{DataType, RedOp};
 

@@ -5,23 +5,14 @@ use crate::{DeviceInfo, PerIterStats, RunInfo, Step};
 fn info() -> RunInfo {
     RunInfo {
         program: "all_reduce_perf".into(),
-        nthreads: 1,
-        ngpus: 1,
         min_bytes: 1 << 20,
         max_bytes: 1 << 20,
         step: Step::Factor(2),
-        warmup_iters: 1,
         iters: 6,
-        agg_iters: 1,
         check: 0,
-        graph: 0,
-        unalign: 0,
-        blocking: 0,
         per_iter: true,
         per_iter_skip: 1,
-        parallel_init: false,
-        report_cputime: false,
-        report_timestamps: false,
+        ..RunInfo::default()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::schema::{Device, LogJson};
+use super::schema::{Device, Float, LogJson, PerIterJson};
 use crate::format::NO_ROWS_AVERAGE;
 use crate::run::{ReadError, Run, Source, TextDetails};
 use crate::{HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
@@ -29,29 +29,6 @@ pub fn read_documents(text: &str, file: &str) -> Result<Vec<Run>, ReadError> {
         return Err(ReadError::whole(file, "no JSON document"));
     }
     Ok(runs)
-}
-
-/// A number, or upstream's `"nan"`/`"inf"` strings.
-#[derive(Deserialize, Clone, Copy)]
-#[serde(untagged)]
-enum Float {
-    Number(f64),
-    Text(#[serde(deserialize_with = "float_text")] f64),
-}
-
-fn float_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let s = String::deserialize(d)?;
-    s.trim()
-        .parse()
-        .map_err(|_| serde::de::Error::custom(format!("'{s}' is not a number")))
-}
-
-impl Float {
-    fn get(self) -> f64 {
-        match self {
-            Float::Number(v) | Float::Text(v) => v,
-        }
-    }
 }
 
 /// Upstream writes booleans as `"true"`/`"false"`; real booleans are accepted too.
@@ -144,9 +121,9 @@ struct ResultIn {
     redop: String,
     root: Root,
     out_of_place: HalfIn,
-    out_of_place_per_iter: Option<PerIterIn>,
+    out_of_place_per_iter: Option<PerIterJson>,
     in_place: HalfIn,
-    in_place_per_iter: Option<PerIterIn>,
+    in_place_per_iter: Option<PerIterJson>,
     #[serde(default)]
     actual_iterations: i64,
 }
@@ -158,24 +135,6 @@ struct HalfIn {
     alg_bw: Float,
     bus_bw: Float,
     nwrong: Option<Float>,
-}
-
-#[derive(Deserialize)]
-struct PerIterIn {
-    #[serde(default)]
-    skipped_iterations: i64,
-    min_us: Float,
-    max_us: Float,
-    avg_us: Float,
-    p50_us: Float,
-    p95_us: Float,
-    p99_us: Float,
-    stdev_us: Float,
-    cv_pct: Float,
-    #[serde(default)]
-    times_us: Vec<Float>,
-    #[serde(default)]
-    per_process_max_times_us: Vec<Vec<Float>>,
 }
 
 #[derive(Deserialize)]
@@ -337,32 +296,13 @@ impl ResultIn {
 }
 
 impl HalfIn {
-    fn into_half(self, per_iter: Option<PerIterIn>) -> HalfResult {
+    fn into_half(self, per_iter: Option<PerIterJson>) -> HalfResult {
         HalfResult {
             time_us: self.time.or(self.cpu_time).map_or(f64::NAN, Float::get),
             algbw: self.alg_bw.get(),
             busbw: self.bus_bw.get(),
             wrong: self.nwrong.map(Float::get),
-            per_iter: per_iter.map(|p| {
-                let all = |v: Vec<Float>| v.into_iter().map(Float::get).collect::<Vec<f64>>();
-                PerIterStats {
-                    skipped: p.skipped_iterations,
-                    min_us: p.min_us.get(),
-                    max_us: p.max_us.get(),
-                    avg_us: p.avg_us.get(),
-                    p50_us: p.p50_us.get(),
-                    p95_us: p.p95_us.get(),
-                    p99_us: p.p99_us.get(),
-                    stdev_us: p.stdev_us.get(),
-                    cv_pct: p.cv_pct.get(),
-                    times_us: all(p.times_us),
-                    per_process_max_times_us: p
-                        .per_process_max_times_us
-                        .into_iter()
-                        .map(all)
-                        .collect(),
-                }
-            }),
+            per_iter: per_iter.map(PerIterStats::from),
         }
     }
 }

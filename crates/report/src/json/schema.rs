@@ -2,13 +2,43 @@
 //! the file.
 
 use serde::ser::{SerializeStruct, Serializer};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
 
-/// A double as upstream writes it, except that NaN and infinities become strings.
+/// A double as upstream writes it, except that NaN and infinities become strings; read back
+/// from a number or from upstream's `"nan"`/`"inf"` strings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Float(pub f64);
+
+impl Float {
+    /// The value.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Float {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Float, D::Error> {
+        /// A number, or a string holding one.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(f64),
+            Text(#[serde(deserialize_with = "float_text")] f64),
+        }
+        Ok(match Written::deserialize(d)? {
+            Written::Number(v) | Written::Text(v) => Float(v),
+        })
+    }
+}
+
+fn float_text<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let s = String::deserialize(d)?;
+    s.trim()
+        .parse()
+        .map_err(|_| serde::de::Error::custom(format!("'{s}' is not a number")))
+}
 
 impl Serialize for Float {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -306,9 +336,10 @@ impl Serialize for HalfJson {
     }
 }
 
-/// `out_of_place_per_iter` / `in_place_per_iter` (`-I 1`).
-#[derive(Debug, Clone, Serialize)]
-struct PerIterJson {
+/// `out_of_place_per_iter` / `in_place_per_iter` (`-I 1`), written and read back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct PerIterJson {
+    #[serde(default)]
     skipped_iterations: i64,
     min_us: Float,
     max_us: Float,
@@ -318,8 +349,9 @@ struct PerIterJson {
     p99_us: Float,
     stdev_us: Float,
     cv_pct: Float,
+    #[serde(default)]
     times_us: Vec<Float>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     per_process_max_times_us: Vec<Vec<Float>>,
 }
 
@@ -342,6 +374,25 @@ impl From<&PerIterStats> for PerIterJson {
                 .iter()
                 .map(|r| floats(r))
                 .collect(),
+        }
+    }
+}
+
+impl From<PerIterJson> for PerIterStats {
+    fn from(p: PerIterJson) -> PerIterStats {
+        let all = |v: Vec<Float>| v.into_iter().map(Float::get).collect::<Vec<f64>>();
+        PerIterStats {
+            skipped: p.skipped_iterations,
+            min_us: p.min_us.get(),
+            max_us: p.max_us.get(),
+            avg_us: p.avg_us.get(),
+            p50_us: p.p50_us.get(),
+            p95_us: p.p95_us.get(),
+            p99_us: p.p99_us.get(),
+            stdev_us: p.stdev_us.get(),
+            cv_pct: p.cv_pct.get(),
+            times_us: all(p.times_us),
+            per_process_max_times_us: p.per_process_max_times_us.into_iter().map(all).collect(),
         }
     }
 }

@@ -9,23 +9,11 @@ use serde_json::{Value, json};
 fn info() -> RunInfo {
     RunInfo {
         program: "all_reduce_perf".into(),
-        nthreads: 1,
         ngpus: 2,
         min_bytes: 1024,
         max_bytes: 1048576,
         step: Step::Factor(4),
-        warmup_iters: 1,
-        iters: 20,
-        agg_iters: 1,
-        check: 1,
-        graph: 0,
-        unalign: 0,
-        blocking: 0,
-        per_iter: false,
-        per_iter_skip: 0,
-        parallel_init: false,
-        report_cputime: false,
-        report_timestamps: false,
+        ..RunInfo::default()
     }
 }
 

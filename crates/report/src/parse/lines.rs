@@ -100,36 +100,12 @@ fn integer<T: std::str::FromStr>(token: &str, what: &str) -> Result<T, LineError
     })
 }
 
-/// nccl-tests' defaults, for what a header does not show.
-pub fn default_info() -> RunInfo {
-    RunInfo {
-        program: String::new(),
-        nthreads: 1,
-        ngpus: 1,
-        min_bytes: 0,
-        max_bytes: 0,
-        step: Step::Factor(1),
-        warmup_iters: 1,
-        iters: 20,
-        agg_iters: 1,
-        check: 1,
-        graph: 0,
-        unalign: 0,
-        blocking: 0,
-        per_iter: false,
-        per_iter_skip: 0,
-        parallel_init: false,
-        report_cputime: false,
-        report_timestamps: false,
-    }
-}
-
 /// The parameter line `# nThread 1 nGpus 1 minBytes 8 maxBytes ... step: 2(factor) warmup
 /// iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0`, read as key/value pairs
 /// so that older versions (no `unalign:`, no `agg iters:`) are read too. `program` is set by
 /// the caller.
 pub fn parameters(line: &str) -> Result<RunInfo, LineError> {
-    let mut info = default_info();
+    let mut info = RunInfo::default();
     let mut key = String::new();
     let mut seen = Vec::new();
     for token in line.trim_start_matches('#').split_whitespace() {

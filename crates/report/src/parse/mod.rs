@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use lines::{Columns, LineError};
 use prefix::Stream;
 
-use super::Summary;
 use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
+use super::{RunInfo, Summary};
 
 /// True for nccl-tests' failure lines (`Test NCCL failure`, `Test CUDA failure`, the
 /// ` .. host pid N: Test failure` trace).
@@ -325,8 +325,10 @@ impl<'a> Parser<'a> {
                 digits.parse().ok()
             })
             .unwrap_or(0);
-        let mut info = lines::default_info();
-        info.program = program.to_string();
+        let info = RunInfo {
+            program: program.to_string(),
+            ..RunInfo::default()
+        };
         self.current = Some(Test {
             run: Run {
                 info,

@@ -8,23 +8,11 @@ use crate::format::NO_ROWS_AVERAGE;
 fn info() -> RunInfo {
     RunInfo {
         program: "all_reduce_perf".into(),
-        nthreads: 1,
         ngpus: 8,
         min_bytes: 8,
         max_bytes: 134217728,
         step: Step::Factor(2),
-        warmup_iters: 1,
-        iters: 20,
-        agg_iters: 1,
-        check: 1,
-        graph: 0,
-        unalign: 0,
-        blocking: 0,
-        per_iter: false,
-        per_iter_skip: 0,
-        parallel_init: false,
-        report_cputime: false,
-        report_timestamps: false,
+        ..RunInfo::default()
     }
 }
 

@@ -1,6 +1,5 @@
 //! Tests of the report output: the `-J` target, rows, averages and the JSON document.
 use super::*;
-use crate::options::Options;
 use crate::report::HalfResult;
 
 fn dir(name: &str) -> std::path::PathBuf {
@@ -18,7 +17,7 @@ fn out(p: &Path) -> OutputFile {
 }
 
 fn info() -> RunInfo {
-    crate::runner::launch::run_info(&Options::default(), "all_reduce_perf")
+    super::run_info(&Options::default(), "all_reduce_perf")
 }
 
 fn parsed(path: &Path) -> serde_json::Value {
@@ -183,4 +182,15 @@ fn unwritable_paths_are_argument_errors() {
     assert!(e.to_string().contains("is not a folder"), "{e}");
     assert!(check_target(Path::new("x.json")).is_ok());
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn header_info_uses_unclamped_sizes() {
+    let o = Options {
+        step_factor: 2,
+        ..Options::default()
+    };
+    let i = run_info(&o, "all_reduce_perf");
+    assert_eq!(i.step, Step::Factor(2));
+    assert_eq!(i.max_bytes, 32 << 20);
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::runner::fake_job::FakeJob;
 
 fn ok(local_rank: usize, per_process: i64, visible: Option<i64>, forced: Option<i64>) -> Placement {
     place(local_rank, per_process, visible, forced).unwrap()
@@ -196,37 +197,11 @@ fn agree_passes_a_good_launch_and_stops_a_bad_one() {
 }
 
 /// Rank 0 of two processes whose peer sends `other` (a gathered text).
-struct TwoProcesses {
-    other: String,
-}
-
-impl Bootstrap for TwoProcesses {
-    fn world_size(&self) -> usize {
-        2
-    }
-    fn world_rank(&self) -> usize {
-        0
-    }
-    fn local_rank(&self) -> usize {
-        0
-    }
-    fn describe(&self) -> String {
-        "test".into()
-    }
-    fn barrier(&self) -> Result<()> {
-        Ok(())
-    }
-    fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
-        Ok(v)
-    }
-    fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
-        Ok(())
-    }
-    fn gather(&self, text: String) -> Result<Vec<String>> {
-        Ok(vec![text, self.other.clone()])
-    }
-    fn allgather(&self, text: String) -> Result<Vec<String>> {
-        self.gather(text)
+fn two_processes(other: String) -> FakeJob<impl Fn(String) -> Result<Vec<String>> + Sync> {
+    FakeJob {
+        rank: 0,
+        size: 2,
+        exchange: move |text| Ok(vec![text, other.clone()]),
     }
 }
 
@@ -244,9 +219,7 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
         r.host_hash = 99;
         serde_json::json!({ "record": r, "run": run(b) }).to_string()
     };
-    let boot = TwoProcesses {
-        other: peer("2M", "n2"),
-    };
+    let boot = two_processes(peer("2M", "n2"));
     let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
     assert_eq!(e.exit_code(), 6);
     assert!(
@@ -255,14 +228,10 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
         ),
         "{e}"
     );
-    let boot = TwoProcesses {
-        other: peer("1M", "evil\n# Avg bus bandwidth : 1"),
-    };
+    let boot = two_processes(peer("1M", "evil\n# Avg bus bandwidth : 1"));
     let all = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap();
     assert_eq!(all[1].host, "evil???Avg?bus?bandwidth?:?1");
-    let boot = TwoProcesses {
-        other: "{not json".into(),
-    };
+    let boot = two_processes("{not json".into());
     let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
     assert_eq!(e.exit_code(), 6, "{e}");
 }

@@ -1,59 +1,37 @@
 use super::*;
-use crate::bootstrap::Reduce;
 use crate::error::Result;
 use crate::locate::round::{Phase, Role, RoundBuilder, Subject};
 use crate::locate::seam::GroupOutcome;
+use crate::runner::fake_job::FakeJob;
 use std::sync::{Arc, Barrier, Mutex};
 
-/// Processes of one job as threads: only the allgather is real.
-struct Threads {
+/// Rank `rank` of `size` processes run as threads: only the allgather is real (through `posted`
+/// and `barrier`); with `broken`, this rank's fails (as a lost process makes the bootstrap's
+/// fail).
+fn threads(
     rank: usize,
     size: usize,
     posted: Arc<Mutex<Vec<String>>>,
     barrier: Arc<Barrier>,
-    /// This rank's allgather fails (as a lost process makes the bootstrap's fail).
     broken: bool,
-}
-
-impl Bootstrap for Threads {
-    fn world_size(&self) -> usize {
-        self.size
-    }
-    fn world_rank(&self) -> usize {
-        self.rank
-    }
-    fn local_rank(&self) -> usize {
-        0
-    }
-    fn describe(&self) -> String {
-        "threads".into()
-    }
-    fn barrier(&self) -> Result<()> {
-        self.barrier.wait();
-        Ok(())
-    }
-    fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
-        Ok(v)
-    }
-    fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
-        Ok(())
-    }
-    fn gather(&self, text: String) -> Result<Vec<String>> {
-        Ok(vec![text])
-    }
-    fn allgather(&self, text: String) -> Result<Vec<String>> {
-        if self.broken {
-            return Err(Error::Bootstrap {
-                msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
-                timed_out: true,
-                lost: vec![3],
-            });
-        }
-        self.posted.lock().unwrap()[self.rank] = text;
-        self.barrier.wait();
-        let all = self.posted.lock().unwrap().clone();
-        self.barrier.wait();
-        Ok(all)
+) -> FakeJob<impl Fn(String) -> Result<Vec<String>> + Sync> {
+    FakeJob {
+        rank,
+        size,
+        exchange: move |text| {
+            if broken {
+                return Err(Error::Bootstrap {
+                    msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
+                    timed_out: true,
+                    lost: vec![3],
+                });
+            }
+            posted.lock().unwrap()[rank] = text;
+            barrier.wait();
+            let all = posted.lock().unwrap().clone();
+            barrier.wait();
+            Ok(all)
+        },
     }
 }
 
@@ -149,13 +127,7 @@ fn run_four_ranks_calibrating(seen: Seer, broken: Option<usize>, calibrate: bool
             .map(|rank| {
                 let (posted, barrier) = (posted.clone(), barrier.clone());
                 s.spawn(move || {
-                    let boot = Threads {
-                        rank,
-                        size: 4,
-                        posted,
-                        barrier,
-                        broken: broken.is_some(),
-                    };
+                    let boot = threads(rank, 4, posted, barrier, broken.is_some());
                     let local = Scripted::new(rank, seen, calibrate);
                     let mut r = Rounds::new(local, &boot, Average::Mean, &bw);
                     let results: Vec<_> = rounds()
@@ -259,13 +231,13 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
         world_lost: true,
         stuck: false,
     };
-    let boot = Threads {
-        rank: 0,
-        size: 1,
-        posted: Arc::new(Mutex::new(vec![String::new(); 1])),
-        barrier: Arc::new(Barrier::new(1)),
-        broken: false,
-    };
+    let boot = threads(
+        0,
+        1,
+        Arc::new(Mutex::new(vec![String::new(); 1])),
+        Arc::new(Barrier::new(1)),
+        false,
+    );
     let bw = |_: usize, _: f64| 1.0;
     let scripted = Scripted::new(0, lost, false);
     let mut r = Rounds::new(scripted, &boot, Average::Mean, &bw);
@@ -281,13 +253,7 @@ fn a_lost_world_communicator_is_rebuilt_by_everyone_and_a_stuck_gpu_stops_the_ne
     assert!(stop.why.contains("3 rounds in a row"), "{}", stop.why);
     // A third round would stop and name rank 2.
     let posted = Arc::new(Mutex::new(vec![String::new(); 1]));
-    let boot = Threads {
-        rank: 0,
-        size: 1,
-        posted,
-        barrier: Arc::new(Barrier::new(1)),
-        broken: false,
-    };
+    let boot = threads(0, 1, posted, Arc::new(Barrier::new(1)), false);
     let bw = |_: usize, _: f64| 1.0;
     let mut r = Rounds::new(Scripted::new(0, seen, false), &boot, Average::Mean, &bw);
     r.stuck = vec![2];

@@ -7,15 +7,15 @@
 //! (see `gpu::op`): no plan interpretation, no closures, no dynamic dispatch into the
 //! collective, no allocation, no clock read, no atomics.
 
-use super::engine::Shape;
-use super::measure::Worker;
+use super::Worker;
 use crate::collective::{Call, Natives, step};
 use crate::error::Result;
 use crate::gpu::op::BoundOp;
+use crate::runner::engine::Shape;
 use crate::types::DataType;
 
 /// The bit pattern of the small integer `v` (1 or 2) in datatype `dt`.
-pub(super) fn scalar_bits(dt: DataType, v: u8) -> u64 {
+fn scalar_bits(dt: DataType, v: u8) -> u64 {
     let f = v as f64;
     match dt {
         DataType::Half => half::f16::from_f64(f).to_bits() as u64,

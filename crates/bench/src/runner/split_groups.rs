@@ -1,9 +1,9 @@
 //! Each split group's own result (`NCCL_TESTS_SPLIT`): every benchmark thread kept its own time
-//! of every measurement (`measure.rs`); here a process folds its threads together, world rank 0
+//! of every measurement (`worker/`); here a process folds its threads together, world rank 0
 //! gathers every process' and reduces each group's times over the group's ranks alone, as `-a`
 //! reduces the table's over the job: `report::split` prints and stores the result.
 
-use super::measure::GroupSample;
+use super::worker::GroupSample;
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
 use crate::options::Average;

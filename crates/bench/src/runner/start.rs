@@ -1,4 +1,4 @@
-//! Phase 1, launch: this process joins the job and the run is made safe to stop. Bootstraps
+//! Phase 1, start: this process joins the job and the run is made safe to stop. Bootstraps
 //! (whatever the launcher); world rank 0 creates the `-J` file, so a path that cannot be
 //! written ends the run before any GPU work; the watchdog runs beside the later phases (a lost
 //! process or a stop signal ends the run with the JSON document closed). When the later phases
@@ -8,19 +8,18 @@
 use super::output::{self, Output};
 #[cfg(feature = "test-hooks")]
 use super::stall;
-use super::{fault, watch};
+use super::{fault, watchdog};
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::report::{RunInfo, Step};
 use std::time::Duration;
 
 /// How long a process whose NCCL call failed waits to learn whether another process left the
 /// run (rank 0 notices within 100 ms and tells the others).
 const LOST_PEER_WAIT: Duration = Duration::from_secs(3);
 
-/// What the later phases get from the launch.
-pub(super) enum Launched<'a> {
+/// What the later phases get from the start.
+pub(super) enum Started<'a> {
     /// `--dry-run`: the bootstrap only (the `-J` folder was checked, nothing created).
     DryRun(&'a dyn Bootstrap),
     /// A benchmark: the bootstrap and the report (stdout at world rank 0, the `-J` file).
@@ -29,11 +28,11 @@ pub(super) enum Launched<'a> {
 
 /// Launches: runs `phases` with what it needs inside the job and under the watchdog; returns
 /// their exit code, or their error after the job was told.
-pub(super) fn launch(
+pub(super) fn start(
     opts: &Options,
     program: &str,
     args: Vec<String>,
-    phases: impl FnOnce(Launched) -> Result<u8>,
+    phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     fault::init(program)?;
     let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
@@ -72,23 +71,27 @@ fn guarded(
     program: &str,
     boot: &dyn Bootstrap,
     args: Vec<String>,
-    phases: impl FnOnce(Launched) -> Result<u8>,
+    phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
     if opts.dry_run {
         if let Some(o) = output {
             output::check_target(&o.path)?;
         }
-        return watch::guard(boot, None, || {
+        return watchdog::guard(boot, None, || {
             #[cfg(feature = "test-hooks")]
             stall::pause(boot, program);
-            phases(Launched::DryRun(boot))
+            phases(Started::DryRun(boot))
         });
     }
     let target = match output {
         Some(o) => {
-            let (target, line) =
-                output::create_target(o, &run_info(opts, program), args, opts.explain.is_some())?;
+            let (target, line) = output::create_target(
+                o,
+                &output::run_info(opts, program),
+                args,
+                opts.explain.is_some(),
+            )?;
             print!("{line}");
             Some(target)
         }
@@ -99,98 +102,15 @@ fn guarded(
         _ => None,
     };
     // A lost process or a stop signal ends the run from the watchdog, JSON closed.
-    watch::guard(boot, json, || {
+    watchdog::guard(boot, json, || {
         #[cfg(feature = "test-hooks")]
         stall::pause(boot, program);
         let printing = boot.world_rank() == 0;
-        let mut out = Output::new(run_info(opts, program), printing, target);
-        let result = phases(Launched::Run(boot, &mut out));
+        let mut out = Output::new(output::run_info(opts, program), printing, target);
+        let result = phases(Started::Run(boot, &mut out));
         if result.is_err() {
             out.abort();
         }
         result
     })
-}
-
-/// The parameters shown in the header, from the options (sizes before the memory clamp).
-/// Every option is named, field by field: a new option does not compile until it is shown or
-/// said not to be (`_`: the header and the JSON `config` show what nccl-tests shows, no more).
-pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
-    let Options {
-        nthreads,
-        ngpus,
-        min_bytes,
-        max_bytes,
-        step_bytes,
-        step_factor,
-        iters,
-        agg_iters,
-        warmup_iters,
-        run_cycles: _,
-        check,
-        ops: _,
-        types: _,
-        all_types: _,
-        roots: _,
-        blocking,
-        stream_null: _,
-        timeout_s: _,
-        graph,
-        report_cputime,
-        report_timestamps,
-        output_file: _,
-        average: _,
-        register: _,
-        memory_report: _,
-        unalign,
-        per_iter,
-        per_iter_skip,
-        parallel_init,
-        cta_policy: _,
-        device_impl: _,
-        device_cta_count: _,
-        dry_run: _,
-        locate: _,
-        explain: _,
-    } = o;
-    RunInfo {
-        program: program.to_string(),
-        nthreads: *nthreads,
-        ngpus: *ngpus,
-        min_bytes: *min_bytes,
-        max_bytes: *max_bytes,
-        step: if *step_factor > 1 {
-            Step::Factor(*step_factor)
-        } else {
-            Step::Bytes(*step_bytes)
-        },
-        warmup_iters: *warmup_iters,
-        iters: *iters,
-        agg_iters: *agg_iters,
-        check: *check,
-        graph: graph.number(),
-        unalign: *unalign,
-        blocking: blocking.number(),
-        per_iter: *per_iter,
-        per_iter_skip: *per_iter_skip,
-        parallel_init: *parallel_init,
-        report_cputime: *report_cputime,
-        report_timestamps: *report_timestamps,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_info_uses_unclamped_sizes() {
-        let o = Options {
-            step_factor: 2,
-            ..Options::default()
-        };
-        let i = run_info(&o, "all_reduce_perf");
-        assert_eq!(i.step, Step::Factor(2));
-        assert_eq!(i.max_bytes, 32 << 20);
-    }
 }

@@ -1,12 +1,18 @@
-//! One thread's work ([`Worker`]): warm-up, the timed loop and its blocking modes, the
-//! cross-rank time, for the GPUs the thread owns; what it measures is an [`Engine`]'s
-//! [`Shape`] (`engine.rs`). Validation is in `validate.rs`, CUDA graphs (`-G`) in `graph.rs`,
-//! per-iteration events and statistics (`-I`) in `per_iter.rs`.
+//! One thread's work ([`Worker`], every method of it in this folder): warm-up, the timed loop
+//! and its blocking modes, the cross-rank time, for the GPUs the thread owns; what it measures
+//! is an [`Engine`]'s [`Shape`] (`runner/engine.rs`). Validation is in `validate.rs`, CUDA
+//! graphs (`-G`) in `graph.rs`, `--explain`'s untimed call in `explain_call.rs`; per-iteration
+//! events and statistics (`-I`) are the runner's `per_iter.rs`.
 //!
 //! The timed loop is the hot path: each operation is bound once before the clock starts
-//! (`op.rs`); per operation the loop makes the plan's NCCL calls and nothing else: no
+//! (`bind.rs`); per operation the loop makes the plan's NCCL calls and nothing else: no
 //! allocation, no locks, no plan interpretation (plus one event record per GPU per iteration
 //! with `-I 1`).
+
+mod bind;
+mod explain_call;
+mod graph;
+mod validate;
 
 use super::engine::{Engine, Shape};
 use super::interrupt;
@@ -45,7 +51,7 @@ pub struct Worker<'a> {
 
 /// At most this many measurements are kept per thread for the split groups' results (`-N 0`
 /// runs until stopped).
-pub(super) const MAX_GROUP_SAMPLES: usize = 1 << 20;
+const MAX_GROUP_SAMPLES: usize = 1 << 20;
 
 /// One measurement as one thread saw it, for its split group's own result.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,7 +66,7 @@ pub(super) struct GroupSample {
 
 /// Runs `f` inside one NCCL group when `grouped`; the group is always closed.
 #[inline]
-pub(super) fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
+fn in_group(nccl: &Nccl, grouped: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
     if grouped { nccl.group(f) } else { f() }
 }
 

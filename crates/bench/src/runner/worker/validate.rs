@@ -2,12 +2,13 @@
 //! by the kernels, one operation (in its own one-op CUDA graph with `-G`), mismatches counted on
 //! every GPU and summed over all ranks.
 
-use super::engine::Shape;
-use super::measure::Worker;
-use super::setup::Gpu;
+use super::Worker;
 use crate::bootstrap::Reduce;
 use crate::collective::{Buffer, Fill, FillCtx};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::Kernels;
+use crate::runner::engine::Shape;
+use crate::runner::setup::Gpu;
 use crate::verify::tolerance;
 
 impl Worker<'_> {
@@ -28,7 +29,7 @@ impl Worker<'_> {
             self.issue_checked_op(s, in_place)?;
             self.wait()?;
             // Test-only (NCCL_PERF_CORRUPT): damage one received element to prove the check works.
-            super::fault::corrupt(
+            crate::runner::fault::corrupt(
                 &self.gpus,
                 |g| self.data_ptrs(g, s, in_place, 0).1,
                 s,
@@ -72,10 +73,7 @@ impl Worker<'_> {
     ) -> Result<()> {
         let ts = s.ts();
         for g in &self.gpus {
-            g.ctx().make_current()?;
-            let k = g
-                .kernels()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let k = kernels(g)?;
             let expected = g.expected();
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
             let recv = g.recv().span(recv, s.counts.recv * ts)?;
@@ -129,10 +127,7 @@ impl Worker<'_> {
         let reduces = self.e.coll.op_column().reduces();
         let tol = tolerance(s.dt, reduces.then_some(s.op));
         for g in &self.gpus {
-            g.ctx().make_current()?;
-            let k = g
-                .kernels()
-                .ok_or_else(|| Error::Internal("validation kernels missing".into()))?;
+            let k = kernels(g)?;
             let expected = g.expected();
             let counter = g.counter().span(g.counter().addr(), 8)?;
             let (_, recv) = self.data_ptrs(g, s, in_place, 0);
@@ -162,4 +157,11 @@ impl Worker<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// `g`'s validation kernels, with its context made current.
+fn kernels(g: &Gpu) -> Result<&Kernels> {
+    g.ctx().make_current()?;
+    g.kernels()
+        .ok_or_else(|| Error::Internal("validation kernels missing".into()))
 }

@@ -8,11 +8,11 @@
 //! capturing stream cannot be queried; nccl-tests fails there with a CUDA error), and the
 //! launches are always waited for (nccl-tests skips the wait with `-z 1/2` and `-m 1`).
 
-use super::engine::Shape;
-use super::measure::Worker;
+use super::Worker;
 use crate::error::Result;
 use crate::gpu::device::GraphExec;
 use crate::gpu::op::BoundOp;
+use crate::runner::engine::Shape;
 use std::time::Instant;
 
 /// The executable graphs of one capture, one per GPU, freed when dropped.

@@ -1,12 +1,9 @@
-//! `--explain` in a run (docs/explain.md): one untimed call per size and half with NCCL's
-//! plugins armed ([`Worker::explain_call`], after the half's measurement and validation, so the
-//! timed loops run exactly as without explain), the rows kept with what NCCL reported
-//! ([`Rows`]), and after the footer the explanation (`nccl-perf-explain`) printed, added to the
-//! `-J` JSON document and, with `--explain-gate`, turned into the exit code.
+//! `--explain`'s data in a run (docs/explain.md), in one place: the rows kept with what NCCL
+//! reported ([`Rows`], made at discovery, filled by the printing side), what this process can
+//! capture ([`capture`], [`dry_run_line`]) and the explanation made of them after the footer
+//! ([`conclude`]). The phases hand these along; nothing here calls back into the runner. The
+//! untimed call that NCCL's plugins record is the worker's (`worker/explain_call.rs`).
 
-use super::engine::Shape;
-use super::measure::Worker;
-use super::output::Output;
 use super::placement::ProcessRecord;
 use crate::error::{Error, Result};
 use crate::options::ExplainOptions;
@@ -158,14 +155,20 @@ pub fn check_table(x: &ExplainOptions) -> Result<()> {
     table(x).map(|_| ())
 }
 
-/// After the table, at world rank 0: the explanation as `#` lines (returned, printed after the
-/// footer) and in the JSON document; `true` in the second place when `--explain-gate` fails.
-pub fn conclude(out: &mut Output) -> (String, bool) {
-    let program = out.info().program.clone();
-    let Some(rows) = out.explained() else {
-        return (String::new(), false);
-    };
-    let run = rows.run(&program);
+/// The explanation of a run, made after its table at world rank 0.
+pub struct Conclusion {
+    /// The explanation as `#` lines, printed after the footer.
+    pub text: String,
+    /// Whether `--explain-gate` fails.
+    pub gate_failed: bool,
+    /// `--explain`'s object in the `-J` JSON document (`nccl_perf_explain`).
+    pub json: serde_json::Value,
+}
+
+/// The explanation of `rows` for `program` (`all_reduce_perf`): the hardware read, the rows
+/// explained, `--explain-gate` applied.
+pub fn conclude(rows: &Rows, program: &str) -> Conclusion {
+    let run = rows.run(program);
     let hw = probe_within(rows.first_pci(), PROBE_DEADLINE);
     let x = nccl_perf_explain::explain(&run, &hw, &rows.skus);
     let gate = rows.gate;
@@ -193,8 +196,11 @@ pub fn conclude(out: &mut Output) -> (String, bool) {
         "hardware": hw,
         "run": run,
     });
-    out.set_explain_json(json);
-    (text, failed)
+    Conclusion {
+        text,
+        gate_failed: failed,
+        json,
+    }
 }
 
 /// How long the hardware read (NVML, sysfs) may take before explain goes on without it.
@@ -293,33 +299,6 @@ pub fn dry_run_line() -> String {
         "# Explain: NCCL's {}; {tuner} (NCCL 2.27 or later loads them)\n",
         say("profiler", &i.profiler),
     ))
-}
-
-impl Worker<'_> {
-    /// One untimed call of `s` (`in_place` half) after its measurement, on every rank (it is a
-    /// collective call); where `arm`, NCCL's plugins record it and what this thread's first
-    /// rank reported is returned.
-    pub(super) fn explain_call(
-        &mut self,
-        s: &Shape,
-        in_place: bool,
-        arm: bool,
-    ) -> Result<Option<Seen>> {
-        let op = self.bind(s, in_place)?;
-        if arm {
-            nccl_perf_capture::arm();
-        }
-        let issued = op.issue_first().and_then(|()| self.wait());
-        if !arm {
-            return issued.map(|()| None);
-        }
-        // Proxy and network events of the call may still be arriving from NCCL's proxy thread
-        // when the stream is done; they are counted until the window closes here.
-        let taken = nccl_perf_capture::take();
-        issued?;
-        let rank = self.gpus.first().map_or(0, |g| g.rank()) as i32;
-        Ok(taken.seen(rank, nccl_perf_capture::silent::network_here))
-    }
 }
 
 #[cfg(test)]
