@@ -358,15 +358,25 @@ fn a_cut_run_is_marked_in_the_legend_and_named_on_stderr() {
         "-o",
         &svg.to_string_lossy(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("cut: no footer") && err.contains("marked 'cut short' in the legend"),
         "{err}"
     );
     let image = read(&svg);
-    assert!(image.contains("cut (cut short) out-of-place"), "no mark in the legend");
-    assert!(!image.contains("ar_sweep (cut short)"), "the sound run was marked");
+    assert!(
+        image.contains("cut (cut short) out-of-place"),
+        "no mark in the legend"
+    );
+    assert!(
+        !image.contains("ar_sweep (cut short)"),
+        "the sound run was marked"
+    );
 }
 
 #[test]
