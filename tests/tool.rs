@@ -337,6 +337,68 @@ fn compare_exit_codes() {
     );
 }
 
+/// The line nccl-tests 2.19.6 ends every run with under NCCL 2.32.3, one GPU included: NCCL's
+/// last error message, set while it probes for GDRCopy on runs that succeed (issue text,
+/// observed on the GPU machine with the PyPI wheel).
+const NCCL_2_32_LAST_ERROR: &str =
+    "# error: RMA/Socket : rma_socket requires GDRCopy; and GDR Copy is not available";
+
+#[test]
+fn nccls_last_error_after_a_complete_run_is_a_note_not_a_failure() {
+    // Before: report and compare called every run under NCCL 2.32 BROKEN (exit 3).
+    let dir = scratch("last-error");
+    let text = read(&reference("ar_sweep.out"));
+    // nccl-tests prints the error line where the empty line after the closing `#` is.
+    let with_error = text.replacen(
+        "#\n\n# time -v:",
+        &format!("#\n{NCCL_2_32_LAST_ERROR}\n# time -v:"),
+        1,
+    );
+    assert_ne!(with_error, text, "the closing lines were not found");
+    let log = dir.join("nccl-2.32.out");
+    std::fs::write(&log, &with_error).unwrap();
+    let log = log.to_string_lossy().into_owned();
+    let out = tool(&["report", &log]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("note: ") && err.contains("rma_socket requires GDRCopy"),
+        "{err}"
+    );
+    // The text keeps the line; the JSON carries it as a note, not a problem.
+    assert!(stdout(&out).contains(NCCL_2_32_LAST_ERROR));
+    let json = stdout(&tool(&["parse", &log]));
+    assert!(
+        json.contains("\"nccl_perf_notes\":[\"NCCL's last error message"),
+        "{json}"
+    );
+    assert!(!json.contains("nccl_perf_problems"), "{json}");
+    // compare: OK against the same run without the line, with a note.
+    let base = reference("ar_sweep.out").to_string_lossy().into_owned();
+    let out = tool(&["compare", &base, &log]);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(
+        report.contains("# note: new ") && report.contains("rma_socket"),
+        "{report}"
+    );
+    // The same line on a run that did not complete still fails it (no footer).
+    let cut: String = with_error
+        .lines()
+        .filter(|l| !l.starts_with("# Out of bounds") && !l.starts_with("# Avg bus"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let cut_log = dir.join("cut.out");
+    std::fs::write(&cut_log, cut).unwrap();
+    let out = tool(&["report", &cut_log.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
 #[test]
 fn a_cut_run_is_marked_in_the_legend_and_named_on_stderr() {
     // Before: a cut or failed run was drawn like any other, without a word.

@@ -18,7 +18,7 @@ pub enum Check {
     MinBw,
     /// The test has no footer: it crashed, failed or the log was cut.
     Footer,
-    /// NCCL/CUDA failure lines or an `# error:` line.
+    /// NCCL/CUDA failure lines (an `# error:` line after a complete run is a note).
     Errors,
     /// No rows at all, or fewer rows than the base (`compare`).
     Rows,
@@ -168,20 +168,38 @@ pub fn problems(run: &Run) -> Vec<Problem> {
     out
 }
 
-/// The failure lines a run carries: nccl-tests' `Test NCCL/CUDA failure` lines and traces, and
-/// the footer's `# error:` text.
+/// The failure lines a run carries: nccl-tests' `Test NCCL/CUDA failure` lines and traces.
+/// The `# error:` line after a footer is not one of them ([`notes`]).
 pub fn error_lines(run: &Run) -> impl Iterator<Item = &str> {
     run.text
         .extra_lines
         .iter()
         .map(|(_, l)| l.as_str())
         .filter(|l| super::parse::is_failure_line(l))
-        .chain(
-            run.summary
-                .iter()
-                .map(|s| s.last_error.as_str())
-                .filter(|e| !e.is_empty()),
-        )
+}
+
+/// What a run says that does not make it untrustworthy, one line each. nccl-tests ends every
+/// run with NCCL's last error message when there is one (`# error: ...`, after the footer):
+/// NCCL sets it while probing on runs that succeed (2.32's `RMA/Socket : rma_socket requires
+/// GDRCopy; and GDR Copy is not available`, even on one GPU), so after a complete run it is a
+/// note, and the run's own checks (footer, `#wrong`, failure lines) decide.
+pub fn notes(run: &Run) -> Vec<String> {
+    run.summary
+        .iter()
+        .map(|s| s.last_error.trim())
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            format!("NCCL's last error message after a complete run (not a failure by itself): {e}")
+        })
+        .collect()
+}
+
+/// The notes of `run` as lines for stderr: `file:line program: note`.
+pub fn describe_notes(run: &Run) -> Vec<String> {
+    notes(run)
+        .iter()
+        .map(|n| format!("{}: {n}", location(run)))
+        .collect()
 }
 
 /// The number of ranks of a run, when its devices are known: one device line per GPU in a

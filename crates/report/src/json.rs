@@ -81,6 +81,7 @@ pub struct JsonReport {
     results: Vec<RowJson>,
     log: Option<LogJson>,
     problems: Vec<String>,
+    notes: Vec<String>,
     split_groups: Vec<super::split::SplitGroup>,
     explain: Option<serde_json::Value>,
 }
@@ -112,6 +113,7 @@ impl JsonReport {
             results: Vec::new(),
             log: None,
             problems: Vec::new(),
+            notes: Vec::new(),
             split_groups: Vec::new(),
             explain: None,
         };
@@ -143,6 +145,12 @@ impl JsonReport {
     /// upstream's schema ignore it.
     pub fn set_problems(&mut self, problems: Vec<String>) {
         self.problems = problems;
+    }
+
+    /// Adds the `nccl_perf_notes` array (written last, only when not empty): what the run says
+    /// that does not make it untrustworthy ([`crate::health::notes`]).
+    pub fn set_notes(&mut self, notes: Vec<String>) {
+        self.notes = notes;
     }
 
     /// Adds one table row to `results`.
@@ -186,6 +194,7 @@ impl JsonReport {
             end,
             nccl_perf_log: self.log.as_ref(),
             nccl_perf_problems: &self.problems,
+            nccl_perf_notes: &self.notes,
             nccl_perf_split_groups: &self.split_groups,
             nccl_perf_explain: self.explain.as_ref(),
         };

@@ -220,10 +220,20 @@ pub fn compare(
     } else {
         rank_notes(base, new)
     };
+    let nccl_notes = [("base", base), ("new", new)]
+        .into_iter()
+        .flat_map(|(side, runs)| {
+            runs.iter().flat_map(move |r| {
+                health::describe_notes(r)
+                    .into_iter()
+                    .map(move |n| format!("{side} {n}"))
+            })
+        });
     for n in notes(base, "base")
         .into_iter()
         .chain(notes(new, "new"))
         .chain(rank_notes)
+        .chain(nccl_notes)
     {
         text += &format!("# note: {n}\n");
     }

@@ -348,6 +348,9 @@ fn plot_locate(
 
 /// Prints every problem of `runs` on stderr (one line each); [`EXIT_BROKEN`] when there is one.
 fn tell_problems(runs: &[Run]) -> u8 {
+    for note in runs.iter().flat_map(health::describe_notes) {
+        nccl_perf_cli::eline!("nccl-perf: note: {note}");
+    }
     let lines: Vec<String> = runs.iter().flat_map(health::describe).collect();
     for l in &lines {
         nccl_perf_cli::eline!("nccl-perf: {l}");

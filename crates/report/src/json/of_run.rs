@@ -25,6 +25,7 @@ pub fn document(run: &Run) -> String {
         report.set_log(log_json(run));
     }
     report.set_problems(health::problem_lines(run));
+    report.set_notes(health::notes(run));
     if let Some(x) = &run.explain {
         report.set_explain(x.clone());
     }

@@ -74,6 +74,8 @@ pub(super) struct Document<'a> {
     pub nccl_perf_log: Option<&'a LogJson>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub nccl_perf_problems: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub nccl_perf_notes: &'a [String],
     #[serde(skip_serializing_if = "<[crate::split::SplitGroup]>::is_empty")]
     pub nccl_perf_split_groups: &'a [crate::split::SplitGroup],
     #[serde(skip_serializing_if = "Option::is_none")]
