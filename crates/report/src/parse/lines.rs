@@ -66,6 +66,24 @@ pub fn is_nccl_debug(line: &str) -> bool {
         .any(|w| line.contains(w))
 }
 
+/// The version code (`NCCL_VERSION_CODE`: 22803 for 2.28.3, 2708 for 2.7.8) of NCCL's own
+/// `NCCL INFO NCCL version 2.28.3+cuda13.0` line, or `None` for any other line.
+pub fn nccl_version_code(line: &str) -> Option<i32> {
+    let (_, rest) = line.split_once("NCCL INFO NCCL version ")?;
+    let version = rest.split(['+', ' ']).next()?;
+    let mut parts = version.split('.').map(|p| p.trim().parse::<i32>().ok());
+    let (major, minor, patch) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(0..100).contains(&minor) || !(0..100).contains(&patch) {
+        return None;
+    }
+    // NCCL's code: major*10000 + minor*100 + patch from 2.9, major*1000 + ... before.
+    Some(if (major, minor) >= (2, 9) {
+        major * 10000 + minor * 100 + patch
+    } else {
+        major * 1000 + minor * 100 + patch
+    })
+}
+
 /// nccl-tests' failure lines (on stdout from every process that fails; docs/errors.md):
 /// `<host>: Test NCCL failure ...`, `Test CUDA failure`, and the
 /// ` .. <host> pid N: Test failure file:line` trace.

@@ -368,6 +368,13 @@ impl<'a> Parser<'a> {
         };
         let after_debug = test.last_debug.take();
         if lines::is_nccl_debug(text) {
+            // A header without `nccl-library=` (nccl-tests before 2.13): NCCL's own version
+            // line says which library ran.
+            if test.run.nccl_version == 0
+                && let Some(code) = lines::nccl_version_code(text)
+            {
+                test.run.nccl_version = code;
+            }
             test.last_debug = Some((self.last_line, text.to_string()));
             return Ok(Step::Taken);
         }

@@ -437,6 +437,45 @@ fn a_log_that_lost_its_hashes_is_read_whatever_each_line_is_indented_by() {
 }
 
 #[test]
+fn nccls_version_line_fills_the_version_a_header_lacks() {
+    use super::lines::nccl_version_code;
+    assert_eq!(
+        nccl_version_code("node1:20:20 [0] NCCL INFO NCCL version 2.18.3+cuda12.2"),
+        Some(21803)
+    );
+    assert_eq!(
+        nccl_version_code("h:1:1 [0] NCCL INFO NCCL version 2.7.8+cuda11.0"),
+        Some(2708)
+    );
+    assert_eq!(
+        nccl_version_code("h:1:1 [0] NCCL INFO NCCL version 2.x"),
+        None
+    );
+    assert_eq!(
+        nccl_version_code("h:1:1 [0] NCCL INFO Bootstrap : Using eth0"),
+        None
+    );
+    // A v2.19.6 log whose header lost `nccl-library=` (as nccl-tests before 2.13 print it),
+    // with NCCL's INFO lines mixed in: the version comes from NCCL's line.
+    let log = V2_19_6
+        .replace(" nccl-headers=22803 nccl-library=22803", "")
+        .replacen(
+            "#\n# Using devices",
+            "#\nvm:1:1 [0] NCCL INFO NCCL version 2.28.3+cuda13.0\n# Using devices",
+            1,
+        );
+    assert_ne!(log, V2_19_6);
+    assert_eq!(one(&log).nccl_version, 22803);
+    // The header's own figure wins where it is there.
+    let log = V2_19_6.replacen(
+        "#\n# Using devices",
+        "#\nvm:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n# Using devices",
+        1,
+    );
+    assert_eq!(one(&log).nccl_version, 22803);
+}
+
+#[test]
 fn a_row_is_never_given_a_hash() {
     for line in [
         "        1024           256     float     sum      -1     7.87    0.13    0.00       0",
