@@ -744,7 +744,7 @@ fn a_cut_log_keeps_the_complete_tests_before_it() {
 }
 
 #[test]
-fn an_unnamed_test_stays_unnamed_through_json() {
+fn an_unnamed_test_stays_unnamed_through_json_and_its_tables_name_what_its_numbers_show() {
     let dir = scratch("unnamed");
     let out = tool(&[
         "parse",
@@ -752,8 +752,25 @@ fn an_unnamed_test_stays_unnamed_through_json() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let json = write(&dir, "sb.json", &String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .starts_with("{\"version\":3,\"start_time\":\"\",\"args\":[\"\","),
+        "the JSON invents no program name"
+    );
+    // Markdown and CSV name what report --explain infers (before: "unnamed test" and an empty
+    // cell), and say so where there is room.
     let md = text(&tool(&["report", "--format", "markdown", &json]));
-    assert!(md.starts_with("### unnamed test ("), "{md}");
+    assert!(
+        md.starts_with("### all_reduce_perf, inferred from its numbers ("),
+        "{md}"
+    );
+    let csv = text(&tool(&["report", "--format", "csv", &json]));
+    assert!(
+        csv.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("all_reduce_perf,")),
+        "{csv}"
+    );
     // The title names the test, never the tool (the log's path in it may hold any word).
     assert!(!md.lines().any(|l| l.starts_with("### nccl-perf")), "{md}");
     let table = text(&tool(&["report", &json]));

@@ -110,12 +110,12 @@ impl Format for Csv {
         for run in runs {
             let problems = csv::field(&health::problem_lines(run).join("; "));
             for row in &run.rows {
-                let record = csv::record(&run.info.program, row, columns);
+                let record = csv::record(health::program(run), row, columns);
                 out += &format!("{},{problems}\n", record.trim_end());
             }
             if run.rows.is_empty() {
                 let empty = ",".repeat(fields - 1);
-                out += &format!("{}{empty},{problems}\n", csv::field(&run.info.program));
+                out += &format!("{}{empty},{problems}\n", csv::field(health::program(run)));
             }
         }
         out

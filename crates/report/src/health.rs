@@ -303,6 +303,54 @@ pub fn describe(run: &Run) -> Vec<String> {
         .collect()
 }
 
+/// The program a run that does not name it (an excerpt, a log without its header) shows by
+/// its numbers, with the reason as a sentence: all_reduce when busbw/algbw of its largest row is
+/// 2(n−1)/n for the run's rank count, or above 1 when the count is unknown (no other benchmark
+/// has a factor above 1). `None` when the run names its program, or nothing can be told.
+pub fn inferred_program(run: &Run) -> Option<(&'static str, String)> {
+    if !run.info.program.is_empty() {
+        return None;
+    }
+    let row = run
+        .rows
+        .iter()
+        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
+        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))?;
+    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    if alg < 5.0 {
+        return None;
+    }
+    let nranks = ranks(run)
+        .or_else(|| ranks_from_bandwidth(run))
+        .unwrap_or(0);
+    let why = if nranks == 0 {
+        // Too many ranks to tell how many from the printed digits: still above 1.
+        (bus / alg > 1.05).then(|| {
+            "the log does not name its test: all_reduce inferred from busbw/algbw above 1 (no \
+             other benchmark has a factor above 1)"
+                .to_string()
+        })
+    } else {
+        let factor = nccl_perf_facts::benchmarks::ALL_REDUCE.bus_factor(nranks);
+        (nranks > 2 && ((bus / alg) / factor - 1.0).abs() < 0.01).then(|| {
+            format!(
+                "the log does not name its test: all_reduce inferred from busbw/algbw = \
+                 2(n−1)/n with n = {nranks} (no other benchmark has a factor above 1)"
+            )
+        })
+    }?;
+    Some(("all_reduce_perf", why))
+}
+
+/// The run's program as tables name it: its own, else the one its numbers show
+/// ([`inferred_program`]), else empty.
+pub fn program(run: &Run) -> &str {
+    match inferred_program(run) {
+        Some((p, _)) => p,
+        None => &run.info.program,
+    }
+}
+
 /// `file:first_line program` of a run, for messages.
 pub fn location(run: &Run) -> String {
     let program = if run.info.program.is_empty() {

@@ -7,9 +7,13 @@ use super::{HalfResult, RowResult};
 
 /// The Markdown of one run: `### program (source)`, the table, then the footer values.
 pub fn render(run: &Run) -> String {
-    let program = match run.info.program.as_str() {
-        "" => "unnamed test",
-        p => p,
+    let program = match (
+        run.info.program.as_str(),
+        crate::health::inferred_program(run),
+    ) {
+        ("", Some((p, _))) => format!("{p}, inferred from its numbers"),
+        ("", None) => "unnamed test".to_string(),
+        (p, _) => p.to_string(),
     };
     let mut out = format!("### {program} ({})\n\n", run.source.file);
     let time = if run.info.report_cputime {

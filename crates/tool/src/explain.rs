@@ -123,18 +123,9 @@ pub fn observed(run: &Run) -> observed::Run {
             }
         },
     };
-    if collective.is_empty() && is_all_reduce(run, nranks) {
-        collective = "all_reduce".into();
-        notes.push(if nranks > 0 {
-            format!(
-                "the log does not name its test: all_reduce inferred from busbw/algbw = \
-                 2(n−1)/n with n = {nranks} (no other benchmark has a factor above 1)"
-            )
-        } else {
-            "the log does not name its test: all_reduce inferred from busbw/algbw above 1 (no \
-             other benchmark has a factor above 1)"
-                .to_string()
-        });
+    if let Some((program, why)) = health::inferred_program(run) {
+        collective = program.trim_end_matches("_perf").to_string();
+        notes.push(why);
     }
     // Upstream's JSON keeps one device per process: each stands for this many ranks.
     let per_device = if run.devices.is_empty() {
@@ -192,30 +183,6 @@ pub fn observed(run: &Run) -> observed::Run {
         capture: Capture::FromLog,
         notes,
     }
-}
-
-/// Whether the rows' busbw/algbw is all_reduce's 2(n−1)/n (n > 2: on 2 ranks it is 1, as for
-/// broadcast, reduce and sendrecv), on the row with the largest algbw (two printed decimals are
-/// too coarse below 5 GB/s).
-fn is_all_reduce(run: &Run, nranks: usize) -> bool {
-    let Some(row) = run
-        .rows
-        .iter()
-        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
-        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))
-    else {
-        return false;
-    };
-    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
-    if alg < 5.0 {
-        return false;
-    }
-    if nranks == 0 {
-        // Too many ranks to tell how many from the printed digits: still above 1.
-        return bus / alg > 1.05;
-    }
-    let factor = nccl_perf_facts::benchmarks::ALL_REDUCE.bus_factor(nranks);
-    nranks > 2 && ((bus / alg) / factor - 1.0).abs() < 0.01
 }
 
 /// The explanation of `run`, as `# ` lines.
