@@ -396,3 +396,81 @@ fn the_seeds_output_checks_give_our_output_the_verdict_of_nccl_tests() {
         text(&report.stdout)
     );
 }
+
+/// The lines docs/recipes.md gives for GKE A4X Max's JobSet (the shell block that sets
+/// `NUM_NODES`), run with a stand-in `kubectl` that records what it is given.
+fn gke_apply_block() -> String {
+    let doc = std::fs::read_to_string(root().join("docs/recipes.md")).expect("docs/recipes.md");
+    let start = doc.find("```sh\nNUM_NODES=").expect("the GKE apply block");
+    let body = &doc[start + 6..];
+    body[..body.find("```").expect("the block's end")].to_string()
+}
+
+/// Runs the GKE block in `dir` (which holds the manifest) with `kubectl` recording its input
+/// and answering `logs` with `log`: (exit code, stderr, what `kubectl apply` was given).
+fn run_gke_block(dir: &Path, log: &str) -> (Option<i32>, String, String) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let kubectl = bin.join("kubectl");
+    std::fs::write(
+        &kubectl,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n  apply) cat > '{applied}' ;;\n  get) echo pod/allgather-worker-0-0-abcde ;;\n  logs) cat '{log}' ;;\nesac\n",
+            applied = dir.join("applied.yaml").display(),
+            log = dir.join("head.log").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("head.log"), log).unwrap();
+    let _ = Command::new("chmod").arg("+x").arg(&kubectl).status();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(gke_apply_block())
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .expect("bash");
+    let applied = std::fs::read_to_string(dir.join("applied.yaml")).unwrap_or_default();
+    (o.status.code(), text(&o.stderr), applied)
+}
+
+#[test]
+fn the_gke_recipe_lines_set_the_node_count_and_refuse_a_changed_manifest_or_foreign_table() {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-gke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = "replicas: __NUM_NODES__\nimage: us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-gib-a4x-max-arm64:v1.1.1\n";
+    std::fs::write(dir.join("nccl-test-a4x-max-jobset.yaml"), manifest).unwrap();
+    let ours =
+        "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809 (nccl-perf 0.1.0)\n";
+    let (code, err, applied) = run_gke_block(&dir, ours);
+    assert_eq!(code, Some(0), "{err}");
+    // The guide's `NUM_NODES=2 sed ...${NUM_NODES}...` gave `replicas: ` (nothing).
+    assert!(applied.contains("replicas: 2\n"), "{applied}");
+    assert!(
+        applied.contains("image: REGISTRY/nccl-gib-a4x-max-arm64:v1.1.1-nccl-perf"),
+        "{applied}"
+    );
+    // nccl-tests' own table (Google's binaries still in place): a loud failure.
+    let theirs = "# nccl-tests version 2.17.6 nccl-headers=22809 nccl-library=22809\n";
+    let (code, err, _) = run_gke_block(&dir, theirs);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the table is not nccl-perf's"), "{err}");
+    // A manifest on a newer image tag: nothing is applied.
+    std::fs::write(
+        dir.join("nccl-test-a4x-max-jobset.yaml"),
+        manifest.replace("v1.1.1", "v1.2.0"),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(dir.join("applied.yaml"));
+    let (code, err, applied) = run_gke_block(&dir, ours);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the manifest no longer names"), "{err}");
+    assert!(applied.is_empty(), "{applied}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

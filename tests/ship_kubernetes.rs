@@ -182,7 +182,15 @@ fn gke_a4x_max_image_puts_our_binaries_where_the_gib_image_keeps_nccl_tests() {
         .filter(|i| i.keyword == "COPY")
         .map(|i| i.args.as_str())
         .collect();
-    assert_eq!(copies.len(), 1, "one COPY: {copies:?}");
+    assert_eq!(copies.len(), 2, "two COPYs: {copies:?}");
+    // The second puts the same folder where Google's two-pod script looks.
+    assert_eq!(
+        copies[1].split_whitespace().collect::<Vec<_>>()[1..],
+        [
+            copies[0].split_whitespace().nth(1).unwrap(),
+            "/opt/nccl-tests/build/"
+        ]
+    );
     let words: Vec<&str> = copies[0].split_whitespace().collect();
     assert_eq!(words[0], "--from=nccl-perf");
     // From our image's install folder: the Dockerfile's default NCCL_TESTS_PREFIX, /build.
@@ -205,10 +213,24 @@ fn gke_a4x_max_image_puts_our_binaries_where_the_gib_image_keeps_nccl_tests() {
         words[2]
     );
     assert_eq!(words.len(), 3);
-    // Nothing else: no RUN, USER, ENTRYPOINT or CMD that would change Google's image.
+    // Nothing else but one RUN that only checks the copied programs' libraries (ldd, failing
+    // the build on "not found"): no USER, ENTRYPOINT or CMD that would change Google's image.
+    let runs: Vec<&str> = all
+        .iter()
+        .filter(|i| i.keyword == "RUN")
+        .map(|i| i.args.as_str())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(
+        runs[0].contains("ldd \"$b\"")
+            && runs[0].contains("*\"not found\"*")
+            && runs[0].contains("exit 1"),
+        "{}",
+        runs[0]
+    );
     for i in &all {
         assert!(
-            ["ARG", "FROM", "COPY"].contains(&i.keyword.as_str()),
+            ["ARG", "FROM", "COPY", "RUN"].contains(&i.keyword.as_str()),
             "{} {}",
             i.keyword,
             i.args
