@@ -263,6 +263,37 @@ impl Error {
     }
 }
 
+/// The bootstrap's failures, each as the variant of the same text (`Peers` is [`Error::Bootstrap`]).
+impl From<crate::bootstrap::Error> for Error {
+    fn from(e: crate::bootstrap::Error) -> Error {
+        use crate::bootstrap::Error as B;
+        match e {
+            B::Usage(msg) => Error::Usage(msg),
+            B::Launch(msg) => Error::Launch(msg),
+            B::Internal(msg) => Error::Internal(msg),
+            B::Peers {
+                msg,
+                timed_out,
+                lost,
+            } => Error::Bootstrap {
+                msg,
+                timed_out,
+                lost,
+            },
+        }
+    }
+}
+
+/// What the bootstrap is told of a failure of the run ([`crate::bootstrap::Bootstrap::fail`]).
+impl crate::bootstrap::Failure for Error {
+    fn exit_code(&self) -> u8 {
+        Error::exit_code(self)
+    }
+    fn report(&self) {
+        Error::report(self)
+    }
+}
+
 /// A source file of this crate as failure lines print it: relative to the crate (`src/error.rs`),
 /// as nccl-tests prints its own file names, wherever the workspace was built (`file!()` and
 /// [`Location`] say `crates/bench/src/error.rs`, or an absolute path).
@@ -369,6 +400,36 @@ mod tests {
         assert_eq!(
             i.render("n1"),
             "n1: interrupted by SIGINT while running float sum 8 B (in-place); communicators aborted"
+        );
+    }
+
+    /// The bootstrap's failures keep their text and end with the codes they always had.
+    #[test]
+    fn bootstrap_failures_keep_their_text_and_codes() {
+        use crate::bootstrap::Error as B;
+        let lost = |timed_out| B::Peers {
+            msg: "rank 3 missing".into(),
+            timed_out,
+            lost: vec![3],
+        };
+        for (b, code) in [
+            (B::Usage("NCCL_PERF_BOOTSTRAP_TIMEOUT='x'".into()), 255),
+            (B::Launch("no rendezvous address".into()), 6),
+            (B::Internal("gather failed".into()), 1),
+            (lost(true), 4),
+            (lost(false), 1),
+        ] {
+            let text = b.to_string();
+            let e = Error::from(b);
+            assert_eq!((e.to_string(), e.exit_code()), (text, code));
+        }
+        assert!(matches!(
+            Error::from(lost(true)),
+            Error::Bootstrap { lost, .. } if lost == [3]
+        ));
+        assert_eq!(
+            Error::from(lost(false)).render("n2"),
+            "n2: bootstrap: rank 3 missing"
         );
     }
 

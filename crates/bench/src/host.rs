@@ -1,15 +1,8 @@
 //! Facts about this host and process that the report prints: short host name, local time.
 
-/// The host name up to its first `.`, as nccl-tests prints it.
-pub fn short_hostname() -> String {
-    let uts = rustix::system::uname();
-    let name = uts.nodename().to_string_lossy();
-    match name.split('.').next() {
-        Some(s) if !s.is_empty() => s.to_string(),
-        _ if name.is_empty() => "unknown".into(),
-        _ => name.into_owned(),
-    }
-}
+/// The host name up to its first `.`, as nccl-tests prints it (the bootstrap's, which names
+/// hosts too).
+pub use nccl_perf_bootstrap::local::short_hostname;
 
 /// Local time as `%Y-%m-%d %H:%M:%S`, in the zone the C library would use (`TZ`, else
 /// `/etc/localtime`, else UTC).
@@ -39,9 +32,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hostname_is_short_and_time_is_well_formed() {
-        let h = short_hostname();
-        assert!(!h.is_empty() && !h.contains('.'));
+    fn time_is_well_formed() {
         let t = local_time();
         assert_eq!(t.len(), 19, "{t}");
         assert_eq!(&t[4..5], "-");
@@ -64,12 +55,5 @@ mod tests {
             ours.starts_with(&theirs) || again.starts_with(&theirs),
             "ours {ours} / {again}, date {theirs}"
         );
-    }
-
-    #[test]
-    fn hostname_is_the_kernels_up_to_the_first_dot() {
-        let full = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
-        let full = full.trim();
-        assert_eq!(short_hostname(), full.split('.').next().unwrap_or(full));
     }
 }

@@ -8,14 +8,14 @@
 //! or man-page code is linked into the benchmarks.
 //!
 //! The crates this one builds on are re-exported under the module names they had when they
-//! were modules of it ([`cli`], [`types`], [`locate`], [`report`]), so that `crate::report::…`
-//! paths keep meaning what they meant.
+//! were modules of it ([`cli`], [`types`], [`locate`], [`report`], [`bootstrap`]), so that
+//! `crate::report::…` paths keep meaning what they meant.
 //!
 //! Raw FFI lives in [`gpu`] (CUDA, NCCL, NVRTC), the one module allowed `unsafe_code` (the
-//! workspace's lints deny it elsewhere), and in the MPI bootstrap's one `Send` promise for
-//! rsmpi's handles (`bootstrap/mpi.rs`); system calls go through `rustix`.
+//! workspace's lints deny it elsewhere); system calls go through `rustix`.
 
-pub mod bootstrap;
+/// How the processes of a run meet (crate `nccl-perf-bootstrap`).
+pub use nccl_perf_bootstrap as bootstrap;
 pub mod collective;
 pub mod error;
 #[allow(unsafe_code)]

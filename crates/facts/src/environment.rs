@@ -1,9 +1,8 @@
 //! Every environment variable of nccl-perf's own that the benchmarks read, defined once: the
 //! code reads each through its definition here, and the man pages and the documentation list
 //! them from here (the benchmark core re-exports this module as `nccl_perf_bench::environment`).
-//! The launchers' variables (Slurm, torchrun, OpenMPI, PMI) are theirs; the bench crate's
-//! bootstrap reads them (`crates/bench/src/bootstrap/launch.rs`), and [`LAUNCHERS`] documents
-//! them.
+//! The launchers' variables (Slurm, torchrun, OpenMPI, PMI) are theirs; the bootstrap crate
+//! reads them (`crates/bootstrap/src/launch.rs`), and [`LAUNCHERS`] documents them.
 
 /// Who a variable is documented for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +253,7 @@ mod tests {
 
     #[test]
     fn launcher_variables_are_the_ones_the_bootstrap_reads() {
-        let launch = include_str!("../../bench/src/bootstrap/launch.rs");
+        let launch = include_str!("../../bootstrap/src/launch.rs");
         for name in LAUNCHERS.iter().flat_map(|(names, _)| names.iter()) {
             assert!(launch.contains(&format!("\"{name}\"")), "{name}");
         }
@@ -279,7 +278,7 @@ mod tests {
         let mut files = Vec::new();
         walk(&here.join(".."), &mut files);
         walk(&here.join("../../src"), &mut files);
-        assert!(files.iter().any(|f| f.ends_with("bootstrap/launch.rs")));
+        assert!(files.iter().any(|f| f.ends_with("bootstrap/src/launch.rs")));
         let mut found = Vec::new();
         let tests =
             |f: &Path| f.ends_with("tests.rs") || f.components().any(|c| c.as_os_str() == "tests");

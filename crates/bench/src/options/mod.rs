@@ -3,6 +3,7 @@
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
 mod explain;
+pub mod fingerprint;
 mod locate;
 mod modes;
 

@@ -7,13 +7,12 @@
 use super::output::Output;
 use super::placement::{self, GpuRecord, ProcessRecord};
 use super::version;
-use crate::bootstrap::fingerprint::Fingerprint;
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::error::{Error, Result};
 use crate::gpu::Register;
 use crate::gpu::driver::{self, DeviceProps};
 use crate::gpu::nccl::Nccl;
-use crate::options::Options;
+use crate::options::{Options, fingerprint};
 use crate::report::{DeviceInfo, table};
 
 /// One of this process' devices as probed: its ordinal and properties, read before anything is
@@ -182,7 +181,7 @@ pub(super) fn gather<T>(
 ) -> Result<(T, Vec<ProcessRecord>)> {
     let per_process = opts.nthreads * opts.ngpus;
     let me = ProcessRecord::of_this_process(boot, visible, mine.as_ref().map(gpus));
-    let verdict = placement::agree(boot, &me, &Fingerprint::of_run(program, opts), per_process);
+    let verdict = placement::agree(boot, &me, &fingerprint::of_run(program, opts), per_process);
     let mine = mine?;
     Ok((mine, verdict?))
 }

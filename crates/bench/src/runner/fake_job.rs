@@ -1,8 +1,7 @@
 //! One process of a job of several, for the runner's tests ([`FakeJob`]): its exchanges with
 //! the others are a function of the test's choosing; nothing else of a bootstrap is modelled.
 
-use crate::bootstrap::{Bootstrap, Reduce};
-use crate::error::Result;
+use crate::bootstrap::{Bootstrap, Reduce, Result};
 
 /// World rank `rank` of `size` processes whose `gather` and `allgather` answer what `exchange`
 /// returns for this process' text; `barrier`, `allreduce` and `broadcast_id` change nothing.

@@ -11,7 +11,7 @@ use super::stall;
 use super::{fault, watchdog};
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{Error, Result};
-use crate::options::Options;
+use crate::options::{Options, fingerprint};
 use std::time::Duration;
 
 /// How long a process whose NCCL call failed waits to learn whether another process left the
@@ -35,7 +35,7 @@ pub(super) fn start(
     phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     fault::init(program)?;
-    let boot = bootstrap::connect(&bootstrap::fingerprint::Fingerprint::of_run(program, opts))?;
+    let boot = bootstrap::connect(&fingerprint::of_run(program, opts))?;
     // A panic (reported by the panic hook) still ends the job as a failure does.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         guarded(opts, program, &*boot, args, phases)
@@ -50,7 +50,7 @@ pub(super) fn start(
             // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
             // does: give the bootstrap a moment to name the process that left.
             if e.may_follow_a_lost_peer()
-                && let Some(lost) = boot.lost_peer(LOST_PEER_WAIT)
+                && let Some(lost) = boot.lost_peer(LOST_PEER_WAIT).map(Error::from)
             {
                 boot.fail(&lost);
                 return Err(Error::AfterLostPeer {

@@ -154,6 +154,7 @@ impl<'a> ThreadGroup<'a> {
             let rows = if self.boot.world_size() > 1 {
                 self.boot
                     .gather(encode_row(&local))
+                    .map_err(Error::from)
                     .and_then(|texts| texts.iter().map(|t| decode_row(t)).collect())
             } else {
                 Ok(vec![local])

@@ -86,7 +86,7 @@ fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
         }
         let stop = match boot.check_peers() {
             Ok(()) => continue,
-            Err(e) => Stop::Lost(e),
+            Err(e) => Stop::Lost(e.into()),
         };
         let until = Instant::now() + GRACE;
         while Instant::now() < until {

@@ -110,7 +110,7 @@ impl<'a> GpuLocal<'a> {
         if self.watched.get().elapsed() >= WATCH {
             self.watched.set(Instant::now());
             if let Some(e) = self.boot.lost_peer(Duration::ZERO) {
-                return Err(e);
+                return Err(e.into());
             }
         }
         Ok(())
@@ -186,7 +186,7 @@ impl<'a> GpuLocal<'a> {
                         let lost = (watched.get().elapsed() >= WATCH)
                             .then(|| {
                                 watched.set(Instant::now());
-                                boot.lost_peer(Duration::ZERO)
+                                boot.lost_peer(Duration::ZERO).map(Error::from)
                             })
                             .flatten();
                         if let Some(e) = interrupt::check().err().or(lost) {

@@ -128,7 +128,7 @@ impl<L: Local> Rounds<'_, L> {
         };
         let texts = match self.boot.allgather(report.encode()) {
             Ok(t) => t,
-            Err(e) => return Err(self.stop(e)),
+            Err(e) => return Err(self.stop(e.into())),
         };
         let reports: Vec<Option<Report>> = texts.iter().map(|t| Report::decode(t)).collect();
         let combined = share::combine(round, &reports, self.average, self.busbw);

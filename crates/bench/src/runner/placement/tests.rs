@@ -197,7 +197,9 @@ fn agree_passes_a_good_launch_and_stops_a_bad_one() {
 }
 
 /// Rank 0 of two processes whose peer sends `other` (a gathered text).
-fn two_processes(other: String) -> FakeJob<impl Fn(String) -> Result<Vec<String>> + Sync> {
+fn two_processes(
+    other: String,
+) -> FakeJob<impl Fn(String) -> crate::bootstrap::Result<Vec<String>> + Sync> {
     FakeJob {
         rank: 0,
         size: 2,

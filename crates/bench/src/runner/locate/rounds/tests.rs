@@ -1,4 +1,5 @@
 use super::*;
+use crate::bootstrap;
 use crate::error::Result;
 use crate::locate::round::{Phase, Role, RoundBuilder, Subject};
 use crate::locate::seam::GroupOutcome;
@@ -14,13 +15,13 @@ fn threads(
     posted: Arc<Mutex<Vec<String>>>,
     barrier: Arc<Barrier>,
     broken: bool,
-) -> FakeJob<impl Fn(String) -> Result<Vec<String>> + Sync> {
+) -> FakeJob<impl Fn(String) -> bootstrap::Result<Vec<String>> + Sync> {
     FakeJob {
         rank,
         size,
         exchange: move |text| {
             if broken {
-                return Err(Error::Bootstrap {
+                return Err(bootstrap::Error::Peers {
                     msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
                     timed_out: true,
                     lost: vec![3],

@@ -2,8 +2,8 @@
 //! several independent communicators, as in nccl-tests. Colours are world rank op value;
 //! processes with equal colours form one group.
 
-use crate::cnum;
-use crate::environment::TESTS_SPLIT;
+use nccl_perf_cli::cnum;
+use nccl_perf_facts::environment::TESTS_SPLIT;
 
 /// Why no colour can be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! the job, stops the launch) — never a panic, never an index past the end.
 
 use super::*;
-use crate::bootstrap::auth::Secret;
+use crate::auth::Secret;
 use std::sync::Mutex;
 
 /// splitmix64: reproducible numbers for the generated hellos.

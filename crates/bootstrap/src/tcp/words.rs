@@ -8,7 +8,7 @@ use std::time::Duration;
 /// identity alone can be read or guessed), or a secret short enough to guess offline from one
 /// captured hello.
 pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
-    use crate::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
+    use nccl_perf_facts::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
     let how = format!(
         "set {} (or {}) to one secret of {} or more characters in every process",
         RENDEZVOUS_KEY.name,
@@ -16,7 +16,7 @@ pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
         super::super::auth::SHORT_SECRET
     );
     if !launch.secret.is_set() {
-        crate::eline!(
+        nccl_perf_cli::eline!(
             "nccl-perf: note: the rendezvous at {address} is open to any process that can reach \
              its port{}; to keep strangers out, {how}",
             if launch.job.is_empty() {
@@ -26,7 +26,7 @@ pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
             }
         );
     } else if launch.secret.is_short() {
-        crate::eline!(
+        nccl_perf_cli::eline!(
             "nccl-perf: warning: the rendezvous key is shorter than {} characters: it can be \
              guessed offline from one captured hello; {how}",
             super::super::auth::SHORT_SECRET

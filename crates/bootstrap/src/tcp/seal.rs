@@ -4,7 +4,7 @@
 //! changed, injected, replayed, reordered, cut short or dropped fails the check and the
 //! connection is given up, naming the peer.
 
-use crate::bootstrap::auth::{JobKey, LEN};
+use crate::auth::{JobKey, LEN};
 
 /// Which way a frame travels (part of what is signed: a frame cannot be reflected back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Seal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::auth::Secret;
+    use crate::auth::Secret;
 
     fn pair() -> (Seal, Seal) {
         let session =

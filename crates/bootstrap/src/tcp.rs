@@ -27,7 +27,7 @@ use super::auth::JobKey;
 use super::fingerprint::Fingerprint;
 use super::launch::TcpLaunch;
 use super::{Bootstrap, Group, Reduce, local, peer_text};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failure, Result};
 use beat::{Beats, Inbound, Wait, Writer};
 use meet::Hello;
 use std::net::TcpStream;
@@ -115,7 +115,7 @@ fn failure(msg: String, timed_out: bool) -> Error {
 
 /// A failure naming the processes (world ranks) that left or fell silent.
 fn lost(msg: String, timed_out: bool, ranks: Vec<usize>) -> Error {
-    Error::Bootstrap {
+    Error::Peers {
         msg,
         timed_out,
         lost: ranks,
@@ -143,7 +143,7 @@ impl TcpBootstrap {
             color,
             hash: local::this_host_hash(),
             pid: std::process::id(),
-            host: crate::host::short_hostname(),
+            host: local::short_hostname(),
             run: run.clone(),
             nonce: super::auth::nonce().map_err(|e| failure(e.to_string(), false))?,
         };
@@ -308,7 +308,7 @@ impl TcpBootstrap {
     /// Marks the link broken by `e`, keeping the first such failure for [`Bootstrap::lost_peer`].
     fn broke(&self, link: &mut Link, e: &Error) {
         *link = Link::Broken(e.to_string());
-        if let Error::Bootstrap { .. } = e
+        if let Error::Peers { .. } = e
             && let Ok(mut lost) = self.lost.lock()
         {
             lost.get_or_insert_with(|| e.clone());
@@ -396,7 +396,7 @@ impl TcpBootstrap {
                 }
             };
             let (text, timed_out) = match &problem {
-                Error::Bootstrap { msg, timed_out, .. } => (msg.clone(), *timed_out),
+                Error::Peers { msg, timed_out, .. } => (msg.clone(), *timed_out),
                 other => (other.to_string(), false),
             };
             abort_peers(peers, None, &text, timed_out);
@@ -561,7 +561,7 @@ impl Bootstrap for TcpBootstrap {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    fn fail(&self, err: &Error) {
+    fn fail(&self, err: &dyn Failure) {
         // Rank 0 tells the others why the run stops, instead of letting them find a closed
         // connection (or wait on their GPUs). A leaf's exit is noticed by rank 0.
         let Ok(mut link) = self.link.lock() else {

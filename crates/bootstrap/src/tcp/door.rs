@@ -12,8 +12,8 @@
 
 use super::challenge::{self, Challenge};
 use super::wire;
-use crate::bootstrap::auth::{self, JobKey};
-use crate::bootstrap::peer_text;
+use crate::auth::{self, JobKey};
+use crate::peer_text;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -332,7 +332,7 @@ impl Door {
             n => format!(" ({n} more refused since the last line)"),
         };
         self.last_line = Some(now);
-        crate::eline!(
+        nccl_perf_cli::eline!(
             "nccl-perf: rank 0 refused a connection from {from}: {}{more}",
             peer_text::clean(why, 300)
         );
@@ -344,10 +344,10 @@ impl Door {
         if let Some(load) = self.load_summary()
             && !std::mem::replace(&mut self.load_told, true)
         {
-            crate::eline!("nccl-perf: rank 0 during the rendezvous: {load}");
+            nccl_perf_cli::eline!("nccl-perf: rank 0 during the rendezvous: {load}");
         }
         if self.hidden > 0 {
-            crate::eline!(
+            nccl_perf_cli::eline!(
                 "nccl-perf: rank 0 refused {} more connection(s) during the rendezvous ({} in all)",
                 self.hidden,
                 self.refused

@@ -2,22 +2,29 @@
 //! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI (`mpi::MpiBootstrap`,
 //! feature `mpi`) or a launcher's environment with a TCP rendezvous (`tcp::TcpBootstrap`).
 //! `launch` decides which, from the environment.
+//!
+//! The crate knows nothing of the benchmarks: it fails with its own [`Error`] (the benchmark
+//! core turns it into its own, with its exit code), is told of the run's own failures through
+//! [`Failure`], and compares what each process runs as a [`fingerprint::Fingerprint`] the
+//! benchmark core writes. Its one `unsafe` is the MPI bootstrap's `Send` promise for rsmpi's
+//! handles (`mpi.rs`, the one module allowed `unsafe_code`).
 
 mod auth;
-pub(crate) mod fingerprint;
+mod error;
+pub mod fingerprint;
 mod launch;
-pub(crate) mod local;
+pub mod local;
 #[cfg(feature = "mpi")]
 #[allow(unsafe_code)]
 mod mpi;
 mod nodelist;
-pub(crate) mod peer_text;
+pub mod peer_text;
 mod split;
-pub(crate) mod tcp;
+mod tcp;
 
-use crate::environment;
-use crate::error::{Error, Result};
+pub use error::{Error, Failure, Result};
 use launch::Launch;
+use nccl_perf_facts::environment;
 
 /// A cross-process reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,9 +122,10 @@ pub trait Bootstrap: Sync {
         None
     }
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
-    /// job so no process waits forever; the default does nothing (the caller reports, and the
-    /// other processes notice the closed connection).
-    fn fail(&self, _err: &Error) {}
+    /// job with its exit code so no process waits forever; TCP's rank 0 tells the others its
+    /// text; the default does nothing (the caller reports, and the other processes notice the
+    /// closed connection).
+    fn fail(&self, _err: &dyn Failure) {}
 }
 
 /// Sets up the bootstrap this process was launched for (see `launch::detect` for the
@@ -139,7 +147,7 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
 }
 
 /// This process' colour from `NCCL_TESTS_SPLIT_MASK` / `NCCL_TESTS_SPLIT`.
-pub fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
+fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
     split::color(
         world_rank,
         env(environment::TESTS_SPLIT_MASK.name).as_deref(),

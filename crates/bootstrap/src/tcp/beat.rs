@@ -10,7 +10,7 @@
 
 use super::seal::{Direction, Seal};
 use super::wire::{self, RecvError};
-use crate::bootstrap::auth::JobKey;
+use crate::auth::JobKey;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! no signed hello, so a keyless stranger learns nothing it could test guesses against, and
 //! cannot pick the salt a process stretches its secret under.
 
-use crate::bootstrap::auth::{JobKey, LEN, NoRandom, nonce};
+use crate::auth::{JobKey, LEN, NoRandom, nonce};
 
 /// The challenge's length on the wire: nonce, salt, signature.
 pub(super) const BYTES: usize = 3 * LEN;
@@ -69,13 +69,13 @@ impl Challenge {
 /// attempts are paced).
 pub(super) struct Keys<'a> {
     job: &'a str,
-    secret: &'a crate::bootstrap::auth::Secret,
+    secret: &'a crate::auth::Secret,
     last: Option<([u8; LEN], JobKey)>,
 }
 
 impl<'a> Keys<'a> {
     /// Keys of the job `job` with the user's `secret`.
-    pub(super) fn new(job: &'a str, secret: &'a crate::bootstrap::auth::Secret) -> Keys<'a> {
+    pub(super) fn new(job: &'a str, secret: &'a crate::auth::Secret) -> Keys<'a> {
         Keys {
             job,
             secret,
@@ -99,7 +99,7 @@ impl<'a> Keys<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::auth::Secret;
+    use crate::auth::Secret;
 
     #[test]
     fn a_challenge_verifies_only_under_its_key_and_unchanged() {

@@ -9,11 +9,11 @@ use super::door::{Door, Next};
 use super::seal::Direction;
 use super::wire::{self, Decoder, Encoder, WireError};
 use super::{Peer, TcpBootstrap, abort_peers, abort_unwelcomed, beat, failure, rank_list, secs};
-use crate::bootstrap::auth::{self, JobKey};
-use crate::bootstrap::fingerprint::{self, Fingerprint};
-use crate::bootstrap::launch::TcpLaunch;
-use crate::bootstrap::{Group, local, peer_text};
+use crate::auth::{self, JobKey};
 use crate::error::{Error, Result};
+use crate::fingerprint::{self, Fingerprint};
+use crate::launch::TcpLaunch;
+use crate::{Group, local, peer_text};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -261,7 +261,7 @@ impl TcpBootstrap {
     /// Rank 0: waits for every other rank, then tells each its local and group ranks.
     pub(super) fn accept_all(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<Vec<Peer>> {
         if let Some(warning) = super::door::make_room(self.size) {
-            crate::eline!("{warning}");
+            nccl_perf_cli::eline!("{warning}");
         }
         let listeners = listen(launch)?;
         let mut door = Door::new(listeners, self.key.clone(), self.salt)
@@ -509,7 +509,7 @@ fn listen(launch: &TcpLaunch) -> Result<Vec<TcpListener>> {
                 resolved
             } else {
                 let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
-                crate::eline!(
+                nccl_perf_cli::eline!(
                     "nccl-perf: rank 0 listens on {any} and [::]:{port}: '{host}' resolves to no \
                      address of this host's network here (set NCCL_PERF_RENDEZVOUS_BIND=<address> \
                      to choose)"

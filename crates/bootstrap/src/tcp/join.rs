@@ -12,10 +12,10 @@ use super::challenge::{self, Challenge, Keys};
 use super::meet::Hello;
 use super::wire::{self, Decoder, RecvError};
 use super::{TcpBootstrap, failure, secs};
-use crate::bootstrap::auth::{self, JobKey};
-use crate::bootstrap::launch::TcpLaunch;
-use crate::bootstrap::{Group, peer_text};
+use crate::auth::{self, JobKey};
 use crate::error::{Error, Result};
+use crate::launch::TcpLaunch;
+use crate::{Group, peer_text};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 

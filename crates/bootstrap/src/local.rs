@@ -1,7 +1,19 @@
 //! Which processes share a host: nccl-tests' host hash (short host name and boot id) and the local
-//! ranks and counts derived from everyone's hash.
+//! ranks and counts derived from everyone's hash; and this host's short name, as every line of
+//! ours that names a host prints it.
 
 use std::collections::HashMap;
+
+/// The host name up to its first `.`, as nccl-tests prints it.
+pub fn short_hostname() -> String {
+    let uts = rustix::system::uname();
+    let name = uts.nodename().to_string_lossy();
+    match name.split('.').next() {
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ if name.is_empty() => "unknown".into(),
+        _ => name.into_owned(),
+    }
+}
 
 /// nccl-tests' host hash: djb2-xor over the bytes (as signed char) of `hostname ‖ boot_id`.
 pub fn host_hash(hostname: &str, boot_id: &str) -> u64 {
@@ -18,7 +30,7 @@ pub fn host_hash(hostname: &str, boot_id: &str) -> u64 {
 /// the short host name and the first token of the kernel's boot id (so two containers with the
 /// same host name on different machines differ).
 pub fn this_host_hash() -> u64 {
-    host_identity_hash(crate::environment::HOSTID.get().as_deref())
+    host_identity_hash(nccl_perf_facts::environment::HOSTID.get().as_deref())
 }
 
 /// The running kernel's boot id (`/proc/sys/kernel/random/boot_id`), empty when unreadable.
@@ -35,7 +47,7 @@ pub fn boot_id() -> String {
 pub fn host_identity_hash(nccl_hostid: Option<&str>) -> u64 {
     match nccl_hostid {
         Some(id) if !id.is_empty() => host_hash(id, ""),
-        _ => host_hash(&crate::host::short_hostname(), &boot_id()),
+        _ => host_hash(&short_hostname(), &boot_id()),
     }
 }
 
@@ -81,6 +93,15 @@ fn index_and_count<T: Eq + std::hash::Hash + Copy>(keys: &[T]) -> Vec<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostname_is_the_kernels_up_to_the_first_dot() {
+        let h = short_hostname();
+        assert!(!h.is_empty() && !h.contains('.'));
+        let full = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        let full = full.trim();
+        assert_eq!(h, full.split('.').next().unwrap_or(full));
+    }
 
     #[test]
     fn hash_matches_the_c_loop() {

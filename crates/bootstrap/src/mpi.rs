@@ -5,7 +5,7 @@
 
 use super::launch::{self, Env};
 use super::{Bootstrap, Group, Reduce, local};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failure, Result};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
@@ -218,7 +218,7 @@ impl Bootstrap for MpiBootstrap {
         drop(h.universe.take());
         Ok(())
     }
-    fn fail(&self, err: &Error) {
+    fn fail(&self, err: &dyn Failure) {
         err.report();
         // Even a mutex poisoned by a failed thread must not keep the job alive.
         let h = self.mpi.lock().unwrap_or_else(|p| p.into_inner());

@@ -9,11 +9,11 @@
 
 use super::auth::Secret;
 use super::nodelist;
-use crate::environment::{
+use crate::error::{Error, Result};
+use nccl_perf_facts::environment::{
     BOOTSTRAP, BOOTSTRAP_TIMEOUT, HEARTBEAT_TIMEOUT, RENDEZVOUS, RENDEZVOUS_BIND, RENDEZVOUS_KEY,
     RENDEZVOUS_KEY_FILE, RENDEZVOUS_PORT,
 };
-use crate::error::{Error, Result};
 use std::net::IpAddr;
 use std::time::Duration;
 

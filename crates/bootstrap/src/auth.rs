@@ -11,8 +11,8 @@
 //! every later frame (`tcp/seal.rs`). Only a secret keeps strangers out: a job identity alone
 //! can be read or guessed, so without a secret rank 0 says the rendezvous is open.
 
-use crate::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
 use hmac::{Hmac, Mac};
+use nccl_perf_facts::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
 use sha2::Sha256;
 use std::io::Read;
 
