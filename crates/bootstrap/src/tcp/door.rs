@@ -19,8 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-/// The largest hello accepted (ours is under 1 KiB).
-pub const MAX_HELLO: usize = 8 << 10;
+pub use super::wire::MAX_HELLO;
 /// Connections waiting for their hello at once, at most.
 pub const MAX_PENDING: usize = 512;
 /// How long a connection may take to send its hello.

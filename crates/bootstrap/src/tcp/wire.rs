@@ -44,6 +44,9 @@ pub mod abort {
     pub const LAUNCH: u32 = 2;
 }
 
+/// The largest hello accepted (ours is under 1 KiB).
+pub const MAX_HELLO: usize = 8 << 10;
+
 /// The largest message accepted (a gathered text block).
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -61,7 +64,7 @@ const MAC: usize = 32;
 pub fn max_body(tag: u8) -> Option<usize> {
     Some(match tag {
         CHALLENGE => super::challenge::BYTES,
-        HELLO => super::door::MAX_HELLO,
+        HELLO => MAX_HELLO,
         // Four u64s and the signature.
         WELCOME => 4 * 8 + MAC,
         HEARTBEAT => MAC,
