@@ -90,6 +90,7 @@ pub(crate) fn judge(
     rows: &[RowFields],
     ceiling: Option<&Ceiling>,
     expectation: Option<&Expectation>,
+    networks: &[&Expectation],
 ) -> Judged {
     let mut judged = Judged {
         verdict: String::new(),
@@ -208,6 +209,25 @@ pub(crate) fn judge(
         } else {
             "slower than NCCL's own model predicts".into()
         }
+    } else if !networks.is_empty() {
+        // The table has this shape on several networks, and a log does not say which one ran:
+        // the measurement against each, and the one fact missing.
+        let against: Vec<String> = networks
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} of the {} published for {}",
+                    percent(measured / e.busbw_gbs * 100.0),
+                    gbs(e.busbw_gbs),
+                    e.network.as_deref().unwrap_or("another network")
+                )
+            })
+            .collect();
+        format!(
+            "{}; which applies depends on the network between the nodes, which the run does not \
+             show (--explain-sku FILE with your network's row decides)",
+            against.join("; ")
+        )
     } else if of_ceiling.is_some() {
         "no published figure or NCCL model to compare with: only the hardware ceiling".into()
     } else {

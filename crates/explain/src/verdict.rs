@@ -227,6 +227,7 @@ pub fn explain(run: &Run, hw: &Hardware, skus: &SkuTable) -> Explanation {
         &rows,
         basis_ceiling,
         expectation,
+        if by_network { &expectations } else { &[] },
     );
     Explanation {
         lines,
