@@ -300,10 +300,23 @@ fn mpirun_with(np: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Option<O
 #[cfg(not(feature = "mpi"))]
 #[test]
 fn a_build_without_mpi_under_mpirun_stops_with_the_diagnosis() {
-    let Some(o) = mpirun(2, &[]) else { return };
+    let Some(o) = mpirun(4, &[]) else { return };
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_ne!(o.status.code(), Some(0), "{out}{err}");
     assert!(!out.contains("dry run"), "it must not run twice: {out}");
+    // The full diagnosis once (local rank 0 of the one node), a one-line pointer from the
+    // other three (before: the paragraph four times).
+    assert_eq!(
+        err.matches("(`cargo build --features mpi`)").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("local rank 0 on this node says how to fix it")
+            .count(),
+        3,
+        "{err}"
+    );
     assert!(
         err.contains("wrong launch") && err.contains("built without MPI"),
         "{err}"

@@ -430,7 +430,10 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
 }
 
 /// The message for a multi-process launch that has no way to meet: the classic "N independent
-/// rank-0 runs" of a binary without MPI under mpirun.
+/// rank-0 runs" of a binary without MPI under mpirun. Every process stops, but only the first
+/// of each node (local rank 0; rank 0 where the launcher gives no local rank) says it in full:
+/// the processes cannot talk yet, and 32 (or 1024) copies of one paragraph hide the point. The
+/// others say in one line who explains.
 fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
     let why = if no_mpi {
         "this binary was built without MPI"
@@ -442,6 +445,22 @@ fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
     } else {
         t.size.to_string()
     };
+    let explains = match t.local_rank {
+        Some(local) => (local == 0).then_some("local rank 0 on this node"),
+        None => (t.rank == 0).then_some("rank 0"),
+    };
+    if explains.is_none() {
+        let who = if t.local_rank.is_some() {
+            "local rank 0 on this node"
+        } else {
+            "rank 0"
+        };
+        return format!(
+            "wrong launch: rank {} of {size} cannot meet the others ({}; {why}, no \
+             NCCL_PERF_RENDEZVOUS): {who} says how to fix it",
+            t.rank, t.launcher
+        );
+    }
     format!(
         "wrong launch: {} started this process as rank {} of {size}, but {why} and no rendezvous \
          address is set, so each process would run alone as rank 0 of 1. Either use a build with \

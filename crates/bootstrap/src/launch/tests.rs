@@ -145,7 +145,16 @@ fn openmpi_without_mpi_needs_a_rendezvous() {
         ("SLURM_PROCID", "0"),
         ("SLURM_NTASKS", "1"),
     ];
+    // Local rank 1: one line that points at the node's first process (which explains).
     let e = launch_error(&mpirun, false);
+    assert_eq!(
+        e,
+        "wrong launch: rank 1 of 2 cannot meet the others (mpirun (OpenMPI); this binary was \
+         built without MPI, no NCCL_PERF_RENDEZVOUS): local rank 0 on this node says how to fix it"
+    );
+    let mut first = mpirun.to_vec();
+    first[2] = ("OMPI_COMM_WORLD_LOCAL_RANK", "0");
+    let e = launch_error(&first, false);
     assert!(
         e.contains("rank 1 of 2") && e.contains("without MPI"),
         "{e}"
@@ -190,8 +199,12 @@ fn mpi_builds_use_mpi_under_mpi_launchers() {
     assert!(matches!(t, Launch::Tcp(_)), "{t:?}");
     let e = launch_error(&[("PMI_RANK", "0"), ("PMI_SIZE", "3")], false);
     assert!(e.contains("rank 0 of 3"), "{e}");
+    // No local rank (PMIx, PMI): rank 0 explains, the others point at it.
     let e = launch_error(&[("PMIX_RANK", "2")], false);
-    assert!(e.contains("rank 2 of several"), "{e}");
+    assert!(
+        e.contains("rank 2 of several cannot meet") && e.contains("rank 0 says how"),
+        "{e}"
+    );
 }
 
 #[test]
