@@ -231,16 +231,7 @@ pub fn ranks(run: &Run) -> Option<usize> {
 /// the largest algbw gives n. `None` when the ratio is 1 (a factor of 1, or all_reduce on 2
 /// ranks) or too imprecise to tell.
 pub fn ranks_from_bandwidth(run: &Run) -> Option<usize> {
-    let row = run
-        .rows
-        .iter()
-        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
-        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))?;
-    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
-    // Two decimals are printed: below 5 GB/s the ratio is too coarse.
-    if alg < 5.0 {
-        return None;
-    }
+    let (alg, bus) = largest_bandwidths(run)?;
     // n from the ratio, for the ratio's range: all_reduce's 2(n-1)/n lies in [1, 2), the
     // others' (n-1)/n in [0.5, 1).
     let n_of = |r: f64| {
@@ -303,6 +294,18 @@ pub fn describe(run: &Run) -> Vec<String> {
         .collect()
 }
 
+/// (algbw, busbw) of the out-of-place half with the largest algbw, when their ratio can be
+/// read: two decimals are printed, so below 5 GB/s it is too coarse (`None`).
+fn largest_bandwidths(run: &Run) -> Option<(f64, f64)> {
+    let row = run
+        .rows
+        .iter()
+        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
+        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))?;
+    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
+    (alg >= 5.0).then_some((alg, bus))
+}
+
 /// The program a run that does not name it (an excerpt, a log without its header) shows by
 /// its numbers, with the reason as a sentence: all_reduce when busbw/algbw of its largest row is
 /// 2(n−1)/n for the run's rank count, or above 1 when the count is unknown (no other benchmark
@@ -311,15 +314,7 @@ pub fn inferred_program(run: &Run) -> Option<(&'static str, String)> {
     if !run.info.program.is_empty() {
         return None;
     }
-    let row = run
-        .rows
-        .iter()
-        .filter(|r| r.out_of_place.algbw.is_finite() && r.out_of_place.busbw.is_finite())
-        .max_by(|a, b| a.out_of_place.algbw.total_cmp(&b.out_of_place.algbw))?;
-    let (alg, bus) = (row.out_of_place.algbw, row.out_of_place.busbw);
-    if alg < 5.0 {
-        return None;
-    }
+    let (alg, bus) = largest_bandwidths(run)?;
     let nranks = ranks(run)
         .or_else(|| ranks_from_bandwidth(run))
         .unwrap_or(0);
