@@ -304,17 +304,17 @@ fn a_build_without_mpi_under_mpirun_stops_with_the_diagnosis() {
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_ne!(o.status.code(), Some(0), "{out}{err}");
     assert!(!out.contains("dry run"), "it must not run twice: {out}");
-    // The full diagnosis once (local rank 0 of the one node), a one-line pointer from the
-    // other three (before: the paragraph four times).
+    // The full diagnosis at most once (local rank 0 of the one node), a one-line pointer from
+    // the others (before: the paragraph from every process). mpirun ends the job when the first
+    // process exits non-zero, so some may be stopped before they print.
+    let full = err.matches("(`cargo build --features mpi`)").count();
+    let pointers = err
+        .matches("local rank 0 on this node says how to fix it")
+        .count();
+    assert!(full <= 1 && full + pointers >= 1, "{err}");
     assert_eq!(
-        err.matches("(`cargo build --features mpi`)").count(),
-        1,
-        "{err}"
-    );
-    assert_eq!(
-        err.matches("local rank 0 on this node says how to fix it")
-            .count(),
-        3,
+        err.matches("wrong launch").count(),
+        full + pointers,
         "{err}"
     );
     assert!(
