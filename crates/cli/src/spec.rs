@@ -237,7 +237,7 @@ pub const OPTIONS: &[Spec] = &[
         short: Some('h'),
         long: "help",
         usage: Some(""),
-        help: "Print nccl-tests' usage text and exit 0",
+        help: "Print nccl-tests' usage text, then nccl-perf's own options, and exit 0",
         default: Unset("off"),
         value: Flag,
         metavar: None,

@@ -70,7 +70,7 @@ fn options_markdown() -> String {
         "# Options and environment of the benchmarks\n\n\
          Generated from `crates/cli/src/spec.rs` and `crates/facts/src/environment.rs` \
          (`UPDATE_DOCS=1 cargo test --lib \
-         options_doc` rewrites it); `-h` prints nccl-tests' own text, `nccl-perf man <benchmark>` \
+         options_doc` rewrites it); `-h` prints nccl-tests' own text and then ours, `nccl-perf man <benchmark>` \
          the same as a man page.\n\n## Options\n\n\
          | Option | Value | Default | Meaning |\n| --- | --- | --- | --- |\n",
     );
