@@ -26,12 +26,34 @@ pub(super) type Writer = Arc<Mutex<Outbound>>;
 pub(super) struct Outbound {
     stream: TcpStream,
     seal: Seal,
+    /// A frame went out in part: the stream is out of step, and nothing more is sent on it.
+    cut: bool,
 }
 
 impl Outbound {
+    /// Seals and writes one frame. A frame that could not go at all gives its sequence number
+    /// back (the next frame takes it, so a skipped heartbeat does not break the sequence); one
+    /// that went in part ends the connection's writing side, so that the peer sees it end
+    /// rather than read what follows out of step.
     fn send(&mut self, tag: u8, body: &[u8], timeout: Duration) -> std::io::Result<()> {
+        if self.cut {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "an earlier message to this peer went out in part",
+            ));
+        }
         let sealed = self.seal.close(tag, body);
-        wire::send(&mut self.stream, tag, &sealed, timeout)
+        let frame = wire::frame(tag, &sealed)?;
+        let (written, outcome) = wire::write_frame(&mut self.stream, &frame, timeout);
+        if outcome.is_err() {
+            if written == 0 {
+                self.seal.take_back();
+            } else {
+                self.cut = true;
+                let _ = self.stream.shutdown(std::net::Shutdown::Write);
+            }
+        }
+        outcome
     }
 }
 
@@ -56,6 +78,7 @@ pub(super) fn link(
     let out = Outbound {
         stream: stream.try_clone()?,
         seal: Seal::new(session, outgoing),
+        cut: false,
     };
     let inbound = Inbound {
         stream,
@@ -316,6 +339,22 @@ mod tests {
         assert!(heard.elapsed() < Duration::from_secs(1));
         drop(b);
         flood.join().unwrap();
+    }
+
+    #[test]
+    fn a_frame_sent_late_still_goes_and_keeps_the_sequence() {
+        // Before: a heartbeat whose thread ran after its 100 ms write limit had passed was
+        // sealed (its number taken) and then not sent, so the peer's next frame failed
+        // authentication (seen under load: "a message that fails authentication").
+        let ((_a, w), (mut b, _)) = pair();
+        for _ in 0..20 {
+            send(&w, wire::HEARTBEAT, &[], Duration::ZERO).unwrap();
+        }
+        send(&w, wire::BARRIER, &[], Duration::from_secs(1)).unwrap();
+        let mut heard = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let m = recv_live(&mut b, deadline, &mut heard, None).unwrap();
+        assert_eq!(m, (wire::BARRIER, Vec::new()));
     }
 
     #[test]

@@ -58,6 +58,12 @@ impl Seal {
         out
     }
 
+    /// Gives back the number of the last frame sealed, which was never sent: the next frame
+    /// takes it.
+    pub(super) fn take_back(&mut self) {
+        self.seq = self.seq.saturating_sub(1);
+    }
+
     /// The body of a sealed frame, if it is the next one of this direction, unchanged.
     pub(super) fn open(&mut self, tag: u8, mut sealed: Vec<u8>) -> Result<Vec<u8>, Tampered> {
         let at = sealed.len().checked_sub(LEN).ok_or(Tampered)?;
@@ -104,6 +110,14 @@ mod tests {
         let mut back = Seal::new(&session, Direction::FromRoot);
         let (mut tx, _) = pair();
         assert_eq!(back.open(3, tx.close(3, b"x")), Err(Tampered));
+    }
+
+    #[test]
+    fn a_number_given_back_goes_to_the_next_frame() {
+        let (mut tx, mut rx) = pair();
+        let _never_sent = tx.close(10, b"");
+        tx.take_back();
+        assert_eq!(rx.open(8, tx.close(8, b"one")).unwrap(), b"one");
     }
 
     #[test]

@@ -163,26 +163,44 @@ pub fn frame(tag: u8, body: &[u8]) -> io::Result<Vec<u8>> {
 /// Sends one message within `timeout` in all: a peer that reads slowly (a little just before
 /// each write would time out) cannot stretch it.
 pub fn send(s: &mut TcpStream, tag: u8, body: &[u8], timeout: Duration) -> io::Result<()> {
-    let frame = frame(tag, body)?;
+    write_frame(s, &frame(tag, body)?, timeout).1
+}
+
+/// Writes `frame` within `timeout` in all; how many bytes went, and the outcome. The first
+/// write is tried even when the time is already up (a thread that did not run for a while must
+/// not give up a frame the socket would take at once); past it, bytes go only while the peer
+/// takes them in time.
+pub fn write_frame(s: &mut TcpStream, frame: &[u8], timeout: Duration) -> (usize, io::Result<()>) {
     let deadline = Instant::now() + timeout;
-    let mut rest = &frame[..];
-    while !rest.is_empty() {
+    let mut written = 0;
+    while written < frame.len() {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(
+        if left.is_zero() && written > 0 {
+            let late = io::Error::new(
                 io::ErrorKind::TimedOut,
                 "the peer did not take the message in time",
-            ));
+            );
+            return (written, Err(late));
         }
-        s.set_write_timeout(Some(left.max(Duration::from_millis(1))))?;
-        match s.write(rest) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+        if let Err(e) = s.set_write_timeout(Some(left.max(Duration::from_millis(1)))) {
+            return (written, Err(e));
+        }
+        match s.write(&frame[written..]) {
+            Ok(0) => return (written, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) if written == 0 && Instant::now() < deadline => {
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) {
+                    return (0, Err(e));
+                }
+            }
+            Err(e) => return (written, Err(e)),
         }
     }
-    Ok(())
+    (written, Ok(()))
 }
 
 /// How much of a message's body is allocated ahead of its bytes arriving.
