@@ -66,7 +66,11 @@ pub fn our_usage() -> String {
             Some(v) => format!("--{} <{v}>", o.long),
             None => format!("--{}", o.long),
         };
-        s.push_str(&format!("\t[{name}] {}\n", o.documented_help()));
+        // On stdout, as nccl-tests prints its usage: no line of ours may hold the words that
+        // scrapers look for (DESIGN's stdout contract), so `bandwidth` reads `bw` here.
+        let line = format!("\t[{name}] {}", o.documented_help());
+        s.push_str(&nccl_perf_locate::output::scrub(&line));
+        s.push('\n');
     }
     s
 }
@@ -363,6 +367,11 @@ mod tests {
         assert!(u.contains("[--locate-iters <N>] Timed operations per --locate group"));
         assert!(u.contains("(default 20)"));
         assert!(u.contains("-J also writes CSV"));
+        // The stdout contract: the words scrapers look for only in nccl-tests' own lines.
+        let ours = u.strip_prefix(upstream.as_str()).unwrap_or_default();
+        assert!(!ours.to_ascii_lowercase().contains("bandwidth"), "{ours}");
+        assert!(!ours.contains("FAILED"), "{ours}");
+        assert!(ours.contains("expected bus bws per GPU model"), "{ours}");
     }
 
     #[test]
