@@ -109,13 +109,15 @@ impl Format for Csv {
         let mut out = header.trim_end().to_string() + ",problems\n";
         for run in runs {
             let problems = csv::field(&health::problem_lines(run).join("; "));
+            // Inferred once per run, not per row.
+            let program = health::program(run);
             for row in &run.rows {
-                let record = csv::record(health::program(run), row, columns);
+                let record = csv::record(program, row, columns);
                 out += &format!("{},{problems}\n", record.trim_end());
             }
             if run.rows.is_empty() {
                 let empty = ",".repeat(fields - 1);
-                out += &format!("{}{empty},{problems}\n", csv::field(health::program(run)));
+                out += &format!("{}{empty},{problems}\n", csv::field(program));
             }
         }
         out

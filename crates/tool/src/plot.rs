@@ -161,11 +161,10 @@ fn labels(runs: &[Run]) -> Vec<String> {
     out
 }
 
-/// What the legend says of a run that cannot be trusted as it is: cut short (no footer: a
+/// What the legend says of a run that cannot be trusted as it is (`problems`: its own): cut short (no footer: a
 /// killed job, a cut log) or failed (wrong data, error lines, a FAILED footer); `None` for a
 /// sound run.
-fn trust_mark(run: &Run) -> Option<&'static str> {
-    let problems = health::problems(run);
+fn trust_mark(run: &Run, problems: &[health::Problem]) -> Option<&'static str> {
     if problems.is_empty() {
         None
     } else if run.summary.is_none() && !problems.iter().any(|p| p.check == Check::Errors) {
@@ -182,8 +181,9 @@ fn build_series(runs: &[Run], options: &PlotOptions, notes: &mut Vec<String>) ->
     let names = labels(runs);
     for (i, run) in runs.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        let mark = trust_mark(run);
-        if let (Some(mark), Some(first)) = (mark, health::problems(run).first()) {
+        let problems = health::problems(run);
+        let mark = trust_mark(run, &problems);
+        if let (Some(mark), Some(first)) = (mark, problems.first()) {
             notes.push(format!(
                 "{}: {first}: drawn as it is, marked '{mark}' in the legend",
                 names[i]
