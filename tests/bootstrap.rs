@@ -2,7 +2,7 @@
 //! launcher environments (Slurm, torchrun, mpirun) and `--dry-run`, which bootstraps for real
 //! and prints the plan. Every child runs under a deadline and is killed past it.
 
-mod programs;
+use crate::programs;
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! definitions and the C file checks them at compile time, for the target's compiler
 //! (`NCCL_PERF_TEST_CC` when the tests run for another architecture).
 
-mod programs;
+use crate::programs;
 
 use nccl_perf_capture::abi::{Coll, DescrV4, DescrV5, NetPlugin, P2p, ProfilerV5, TunerV5};
 use std::mem::{offset_of, size_of};

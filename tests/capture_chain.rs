@@ -3,7 +3,7 @@
 //! which exports a v5 and a v3 table). Ours records NCCL's cost table before the configured
 //! tuner changes it, and the configured tuner's decisions reach NCCL unchanged.
 
-mod programs;
+use crate::programs;
 
 use nccl_perf_capture::tuner::{ncclTunerPlugin_v4, ncclTunerPlugin_v5};
 use std::ffi::c_int;

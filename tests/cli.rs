@@ -2,12 +2,10 @@
 //! options, and a clean one-line failure when the CUDA driver is absent. Every case must end
 //! quickly, print no table, and never panic.
 
-mod programs;
-
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use programs::{BINARIES, program};
+use crate::programs::{BINARIES, program};
 
 const ALLTOALLV: &str = env!("CARGO_BIN_EXE_alltoallv_perf");
 

@@ -11,9 +11,9 @@
 //! arguments not UTF-8, lenient parsing, hostile environments), one test each; every test
 //! prints a summary with `-- --nocapture`: its cases, invocations, and how each ended.
 
-mod programs;
+use crate::programs;
 
-use programs::{BINARIES, Outcome, command, fake_library, run, scratch};
+use crate::programs::{BINARIES, Outcome, command, fake_library, run, scratch};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};

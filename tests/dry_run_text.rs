@@ -1,7 +1,7 @@
 //! `--dry-run`'s memory line names every term of its sum, and its last line does not call a
 //! launch consistent when the GPU count could not be checked (no NVIDIA driver visible).
 
-mod programs;
+use crate::programs;
 
 #[test]
 fn memory_terms_are_labelled_and_unchecked_gpus_are_said() {

@@ -5,9 +5,7 @@
 //! clear message and its documented exit code, never a panic or backtrace (the children run
 //! with `RUST_BACKTRACE=1`), within a deadline.
 
-mod programs;
-
-use programs::{Outcome, args, command, fake_library, run, scratch};
+use crate::programs::{Outcome, args, command, fake_library, run, scratch};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

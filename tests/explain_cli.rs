@@ -2,7 +2,7 @@
 //! (the dry run looks them up as NCCL does, `dlopen(NULL)` then `dlsym`), a plugin the user
 //! configured is left in place and said, and the options are checked.
 
-mod programs;
+use crate::programs;
 
 use std::process::Stdio;
 use std::time::Duration;

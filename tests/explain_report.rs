@@ -1,9 +1,7 @@
 //! `nccl-perf report --explain` on real logs (tests/golden/, tests/logs/): what a log alone
 //! can say against the SKU table, what it cannot know, and the report unchanged above it.
 
-mod programs;
-
-use programs::tool;
+use crate::programs::tool;
 
 use std::process::Output;
 

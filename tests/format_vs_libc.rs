@@ -6,7 +6,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use nccl_perf_report::format::{NO_ROWS_AVERAGE, c_g, fit};
+use nccl_perf_report::numbers::{NO_ROWS_AVERAGE, c_g, fit};
 
 unsafe extern "C" {
     fn snprintf(buf: *mut c_char, size: usize, format: *const c_char, ...) -> c_int;

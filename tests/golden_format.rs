@@ -8,17 +8,17 @@
 //! each number is re-rendered from its printed value, which lies inside the interval of values
 //! printing that way (for `1e+06` too).
 
-mod reference_outputs;
+use crate::reference_outputs;
 
 use std::path::Path;
 
-use nccl_perf_report::format::fit;
+use crate::reference_outputs::Golden;
 use nccl_perf_report::formats::{Format, Json};
+use nccl_perf_report::numbers::fit;
 use nccl_perf_report::table::{
     device_line, footer, header, memory_clamp_lines, memory_report, row, table_header, version_line,
 };
 use nccl_perf_report::{RunInfo, Summary};
-use reference_outputs::Golden;
 
 /// Lines other modules print (CLI, bootstrap, error paths), recognised so that they are not
 /// mistaken for report lines we failed to compare.

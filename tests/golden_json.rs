@@ -3,7 +3,7 @@
 //! (`ar_json.json`, re-serialised by Python for storage, so compared as parsed documents): same
 //! keys in the same order at every level, same values, numbers within 1e-6 relative.
 
-mod reference_outputs;
+use crate::reference_outputs;
 
 use nccl_perf_report::json::{JsonReport, filtered_env};
 use nccl_perf_report::{RowResult, Summary};
@@ -55,7 +55,7 @@ fn golden_json() -> Value {
 /// Overwrites the measured numbers of `r` with the exact ones of the JSON `result` (the table
 /// shows them rounded), after checking that they print as the table shows them.
 fn take_measurements(r: &mut RowResult, result: &Value) {
-    use nccl_perf_report::format::fit;
+    use nccl_perf_report::numbers::fit;
     for (half, key) in [
         (&mut r.out_of_place, "out_of_place"),
         (&mut r.in_place, "in_place"),

@@ -3,9 +3,7 @@
 //! whatever it writes (here it stops at the GPU stage, after creating the file) must be valid
 //! JSON that records the run's NCCL settings and none of the planted values.
 
-mod programs;
-
-use programs::{args, command, fake_library, run, scratch};
+use crate::programs::{args, command, fake_library, run, scratch};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");

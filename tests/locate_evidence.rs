@@ -4,15 +4,13 @@
 //! rather than passed over; a link is named only when both its ends are clean with other
 //! partners, else "X or the X-Y link" with the readings.
 
-mod locate_runs;
-
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
 use nccl_perf_locate::{Config, EXIT_SUSPECTS, Report, json};
 use oracle::locate_model::{Fault, ModelCluster};
 
-use locate_runs::*;
+use crate::locate_runs::*;
 
 /// `kind` on `n` nodes of `g` GPUs with `faults`; the job's own busbw measured first when
 /// `job`.

@@ -1,8 +1,6 @@
 //! Runners that stop, stop answering or garble results: verdicts on the rounds that ran, hung
 //! processes named as such, missing or non-numeric results counted as errors.
 
-mod locate_runs;
-
 use std::time::Duration;
 
 use nccl_perf_locate::EXIT_SUSPECTS;
@@ -14,7 +12,7 @@ use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
 use oracle::locate_model::{Fault, ModelCluster};
 
-use locate_runs::*;
+use crate::locate_runs::*;
 
 /// A runner that stops at a given round (with the processes it lost), or garbles results,
 /// around the model.

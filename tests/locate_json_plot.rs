@@ -1,8 +1,7 @@
 //! Locate's JSON reads back (matrix, scores, named GPUs) and plots: the matrix and the bars
 //! drawn by the library and through `nccl-perf plot`.
 
-mod locate_runs;
-mod programs;
+use crate::programs;
 
 use nccl_perf_locate::json::{self, LocateJson};
 use nccl_perf_locate::schedule::Kind;
@@ -11,7 +10,7 @@ use nccl_perf_locate::{EXIT_SUSPECTS, Report};
 use nccl_perf_tool::locate_plot as plot;
 use oracle::locate_model::{Fault, ModelCluster};
 
-use locate_runs::*;
+use crate::locate_runs::*;
 
 #[test]
 fn json_reads_back_with_matrix_scores_and_named_gpus() {

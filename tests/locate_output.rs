@@ -2,8 +2,6 @@
 //! for, a summary for large rounds, and locate's and the split groups' lines after a table leave
 //! the parsed run unchanged.
 
-mod locate_runs;
-
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::{EXIT_SUSPECTS, output, run_schedule};
@@ -12,7 +10,7 @@ use nccl_perf_report::parse::{ParseOptions, parse_log};
 use nccl_perf_report::split::{self, SplitGroup};
 use oracle::locate_model::{Fault, ModelCluster};
 
-use locate_runs::*;
+use crate::locate_runs::*;
 
 #[test]
 fn output_lines_are_comments_free_of_scraped_words() {

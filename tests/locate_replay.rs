@@ -4,7 +4,6 @@
 //! back, round by round, through today's planning and judging. The replay must plan the rounds
 //! the GPU ran and reach the verdicts recorded then; and the lean added since must say what it
 //! claims on real readings: the paused rank in every 4-rank run, nobody in the healthy ones.
-mod locate_runs;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,7 +17,7 @@ use nccl_perf_locate::topology::Topology;
 use nccl_perf_locate::verdict::Culprit;
 use nccl_perf_locate::{Config, Report};
 
-use locate_runs::{job_line, locate};
+use crate::locate_runs::{job_line, locate};
 
 /// Answers each round with what the record measured for the same groups (by their ranks); a
 /// group the record does not have stops the replay.

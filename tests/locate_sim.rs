@@ -1,7 +1,7 @@
 //! Locate on the model cluster: every schedule against every injected fault, for 2 to 256
 //! nodes of 8 GPUs, checking that each schedule names exactly the culprits in its scope and
 //! nobody else, and that healthy clusters name nobody under noise. The cost table of
-//! docs/locate.md is printed by `cargo test --test locate_sim -- --ignored --nocapture`
+//! docs/locate.md is printed by `cargo test --test integration -- locate_sim:: --ignored --nocapture`
 //! (2 to 1024 nodes); its rows up to 64 nodes are checked against the doc here, and so is the
 //! table of the larger groups (a slow job that no pair explains, issue 29).
 

@@ -2,8 +2,6 @@
 //! thresholds judge and are checked before any round, the same seed gives the same run, and the
 //! GPU check's jobs name the slowed node and nobody else.
 
-mod locate_runs;
-
 use nccl_perf_locate::round::{NO_COLOUR, Subject};
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::stats::Thresholds;
@@ -12,7 +10,7 @@ use nccl_perf_locate::verdict::{Culprit, times};
 use nccl_perf_locate::{Config, run_schedule};
 use oracle::locate_model::{Fault, ModelCluster};
 
-use locate_runs::*;
+use crate::locate_runs::*;
 
 #[test]
 fn odd_jobs_end_cleanly_and_say_why() {

@@ -4,9 +4,7 @@
 //! lines inside the table, excerpts that start at the table header, and broken runs made
 //! from them (wrong data, FAILED footer, error lines, a cut log, fewer rows, other ranks).
 
-mod programs;
-
-use programs::tool;
+use crate::programs::tool;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -7,7 +7,7 @@
 //! well-formed `-J` JSON file; a stop signal must close the JSON file too. A process that is
 //! stopped (SIGSTOP) rather than killed is named too, by its missing heartbeats.
 
-mod programs;
+use crate::programs;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -8,10 +8,10 @@
 //! (`tests/recipes/checks.sh`) runs on nccl-tests' output and on ours of the same results, and
 //! must give the same verdict.
 //!
-//! The mpirun recipes need the MPI build (`cargo test --features mpi --test recipes`, as CI
+//! The mpirun recipes need the MPI build (`cargo test --features mpi --test integration -- recipes::`, as CI
 //! runs it) and Open MPI's `mpirun`; the srun recipe and the checks run in every build.
 
-mod programs;
+use crate::programs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -7,7 +7,7 @@
 //! binary, a rank that dies early, a second rank 0, and launcher environments that would make
 //! a lone rank 0.
 
-mod programs;
+use crate::programs;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -4,8 +4,7 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // Dockerfile, read statically

@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // cargo install

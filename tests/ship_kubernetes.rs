@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // Kubernetes examples

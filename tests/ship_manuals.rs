@@ -4,8 +4,7 @@ use std::process::Command;
 
 use nccl_perf_cli::OPTIONS;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // Completions and man pages

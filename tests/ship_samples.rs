@@ -3,8 +3,7 @@
 
 use std::process::Command;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // The examples' sample output

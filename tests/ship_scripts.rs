@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-mod shipped;
-use shipped::*;
+use crate::shipped::*;
 
 // ---------------------------------------------------------------------------------------------
 // Shell scripts

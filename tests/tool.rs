@@ -3,10 +3,10 @@
 //! matches its log token for token, and the binary's subcommands keep their exit codes and
 //! write real images.
 
-mod programs;
+use crate::programs;
 
-use programs::tool;
-mod reference_outputs;
+use crate::programs::tool;
+use crate::reference_outputs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

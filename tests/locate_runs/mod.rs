@@ -2,9 +2,6 @@
 //! stdout line it would print, the named culprits, the configurations the GPU check uses, and a
 //! topology whose host names hold the words scrapers look for.
 
-// Each test crate uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::seam::RoundRunner;
 use nccl_perf_locate::stats::Thresholds;

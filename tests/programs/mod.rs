@@ -2,9 +2,6 @@
 //! them (directly, or through an emulator when the tests run for another architecture), runs
 //! under a deadline, panic detection, and stand-in CUDA/NCCL/NVRTC libraries built at test time.
 
-// Each test crate uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -4,12 +4,9 @@
 //! Each `.out` file starts with `### <command>` and ends with recorder lines (`# time -v: ...`,
 //! `### rc=N`); everything else is what nccl-tests printed.
 
-// Each test crate uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 
-use nccl_perf_report::format::NO_ROWS_AVERAGE;
+use nccl_perf_report::numbers::NO_ROWS_AVERAGE;
 use nccl_perf_report::{DeviceInfo, HalfResult, PerIterStats, RowResult, RunInfo, Step};
 
 /// Folder of the reference outputs, committed with the tests:

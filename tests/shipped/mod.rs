@@ -3,9 +3,6 @@
 //! `ci/install-layout.sh` calls, and the Dockerfile read statically (its instructions, stages
 //! and ARGs, and the layout an image built from it holds).
 
-// Each test crate uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! several independent communicators, as in nccl-tests. Colours are world rank op value;
 //! processes with equal colours form one group.
 
-use nccl_perf_cli::cnum;
+use nccl_perf_facts::cnum;
 use nccl_perf_facts::environment::TESTS_SPLIT;
 
 /// Why no colour can be computed.

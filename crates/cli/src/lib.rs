@@ -14,10 +14,11 @@ use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Command, ValueHint};
 use std::ffi::OsString;
 
-pub mod cnum;
 mod spec;
-pub mod stderr;
 pub mod types;
+
+// Kept low (in facts) so that the bootstrap reads them without the command line's crates.
+pub use nccl_perf_facts::{cnum, eline, stderr};
 
 pub use spec::{DefaultValue, OPTIONS, Spec, Value, spec};
 

@@ -1,19 +1,20 @@
 //! Everything the benchmark prints or writes: the nccl-tests text table and the JSON file.
 //!
 //! The model types below are filled by the runner; `table` renders them byte-for-byte in the
-//! nccl-tests v2.19.6 layout, `json` writes upstream's `-J` schema (version 3) and `csv` the
+//! nccl-tests v2.19.6 layout (its numbers spelt by `numbers` as C's printf spells them), `formats`
+//! names every output format, `json` writes upstream's `-J` schema (version 3) and `csv` the
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
 //! and `json::read` JSON files into [`run::Run`]s (`load` picks between them for a file);
 //! `markdown` renders them for documents; `health` judges them.
 
 pub mod csv;
-pub mod format;
 pub mod formats;
 pub mod health;
 pub mod iterations;
 pub mod json;
 pub mod load;
 pub mod markdown;
+pub mod numbers;
 pub mod parse;
 pub mod run;
 pub mod split;

@@ -1,7 +1,7 @@
 //! A run as a Markdown (GitHub) table, for pull requests, issues and wikis: one heading per
 //! test, the table's columns with units in the header, numbers as the text table prints them.
 
-use super::format::{c_g, fit};
+use super::numbers::{c_g, fit};
 use super::run::Run;
 use super::{HalfResult, RowResult};
 

@@ -11,7 +11,7 @@
 //! - the version line carries our own name and version after upstream's three fields, so tools
 //!   reading `nccl-library=` still find it and a reader can tell the two programs apart.
 
-use super::format::{c_fixed, c_g, fit};
+use super::numbers::{c_fixed, c_g, fit};
 use super::{DeviceInfo, HalfResult, RowResult, RunInfo, Step, Summary};
 
 /// The nccl-tests release whose output we reproduce.
@@ -203,7 +203,7 @@ fn half_columns(h: &HalfResult, per_iter: bool) -> String {
 /// memory line if any, `#`, then an empty line or `# error: <text>`.
 ///
 /// The average is printed with `%g`; a run without rows should pass
-/// [`super::format::NO_ROWS_AVERAGE`] (see [`super::format::average`]), which prints `-nan` as
+/// [`super::numbers::NO_ROWS_AVERAGE`] (see [`super::numbers::average`]), which prints `-nan` as
 /// upstream does on x86.
 pub fn footer(s: &Summary, program: &str) -> String {
     let oob_status = if s.oob_errors > 0 { "FAILED" } else { "OK" };

@@ -17,8 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 use super::error::ToolError;
 use super::metric::{Half, Metric};
 use nccl_perf_report::RowResult;
-use nccl_perf_report::format::c_g;
 use nccl_perf_report::health::{self, Check};
+use nccl_perf_report::numbers::c_g;
 use nccl_perf_report::run::Run;
 
 /// The verdict of a comparison, worst first.

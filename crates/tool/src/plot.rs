@@ -368,11 +368,11 @@ fn draw<DB: DrawingBackend>(
 /// 0.001 keep `%g`.
 fn readable(v: f64) -> String {
     if !v.is_finite() || v == 0.0 {
-        return nccl_perf_report::format::c_g(v);
+        return nccl_perf_report::numbers::c_g(v);
     }
     let a = v.abs();
     if a < 1e-3 {
-        return nccl_perf_report::format::c_g(v);
+        return nccl_perf_report::numbers::c_g(v);
     }
     if a < 1000.0 {
         // Up to four significant digits, trailing zeros dropped.
@@ -410,7 +410,7 @@ fn human_size(x: f64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    format!("{} {}", nccl_perf_report::format::c_g(value), units[unit])
+    format!("{} {}", nccl_perf_report::numbers::c_g(value), units[unit])
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::options::{Options, OutputFile, OutputFormat};
 use crate::report::json::{self, JsonReport};
 use crate::report::split::SplitGroup;
-use crate::report::{DeviceInfo, RowResult, RunInfo, Step, Summary, csv, format, table};
+use crate::report::{DeviceInfo, RowResult, RunInfo, Step, Summary, csv, numbers, table};
 use nccl_perf_explain::observed::Seen;
 use std::fs::File;
 use std::io::{Seek, Write};
@@ -380,7 +380,7 @@ impl Output {
 
     /// Average bus bandwidth over every printed half-row (`-nan` with none).
     pub fn average_busbw(&self) -> f64 {
-        format::average(self.busbw_sum, self.halves)
+        numbers::average(self.busbw_sum, self.halves)
     }
 
     /// The out-of-place busbw of the row of the largest size not above `bytes` (else of the

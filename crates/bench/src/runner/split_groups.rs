@@ -88,7 +88,7 @@ pub fn combine(processes: &[Folded], average: Average) -> Vec<SplitGroup> {
             SplitGroup {
                 color,
                 ranks,
-                average_bus_bw: crate::report::format::average(
+                average_bus_bw: crate::report::numbers::average(
                     bus_bw.iter().sum(),
                     bus_bw.len() as u64,
                 ),

@@ -331,7 +331,7 @@ impl Door {
             n => format!(" ({n} more refused since the last line)"),
         };
         self.last_line = Some(now);
-        nccl_perf_cli::eline!(
+        nccl_perf_facts::eline!(
             "nccl-perf: rank 0 refused a connection from {from}: {}{more}",
             peer_text::clean(why, 300)
         );
@@ -343,10 +343,10 @@ impl Door {
         if let Some(load) = self.load_summary()
             && !std::mem::replace(&mut self.load_told, true)
         {
-            nccl_perf_cli::eline!("nccl-perf: rank 0 during the rendezvous: {load}");
+            nccl_perf_facts::eline!("nccl-perf: rank 0 during the rendezvous: {load}");
         }
         if self.hidden > 0 {
-            nccl_perf_cli::eline!(
+            nccl_perf_facts::eline!(
                 "nccl-perf: rank 0 refused {} more connection(s) during the rendezvous ({} in all)",
                 self.hidden,
                 self.refused

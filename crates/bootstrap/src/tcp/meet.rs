@@ -261,7 +261,7 @@ impl TcpBootstrap {
     /// Rank 0: waits for every other rank, then tells each its local and group ranks.
     pub(super) fn accept_all(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<Vec<Peer>> {
         if let Some(warning) = super::door::make_room(self.size) {
-            nccl_perf_cli::eline!("{warning}");
+            nccl_perf_facts::eline!("{warning}");
         }
         let listeners = listen(launch)?;
         let mut door = Door::new(listeners, self.key.clone(), self.salt)
@@ -509,7 +509,7 @@ fn listen(launch: &TcpLaunch) -> Result<Vec<TcpListener>> {
                 resolved
             } else {
                 let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
-                nccl_perf_cli::eline!(
+                nccl_perf_facts::eline!(
                     "nccl-perf: rank 0 listens on {any} and [::]:{port}: '{host}' resolves to no \
                      address of this host's network here (set NCCL_PERF_RENDEZVOUS_BIND=<address> \
                      to choose)"

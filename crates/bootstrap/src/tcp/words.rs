@@ -16,7 +16,7 @@ pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
         super::super::auth::SHORT_SECRET
     );
     if !launch.secret.is_set() {
-        nccl_perf_cli::eline!(
+        nccl_perf_facts::eline!(
             "nccl-perf: note: the rendezvous at {address} is open to any process that can reach \
              its port{}; to keep strangers out, {how}",
             if launch.job.is_empty() {
@@ -26,7 +26,7 @@ pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
             }
         );
     } else if launch.secret.is_short() {
-        nccl_perf_cli::eline!(
+        nccl_perf_facts::eline!(
             "nccl-perf: warning: the rendezvous key is shorter than {} characters: it can be \
              guessed offline from one captured hello; {how}",
             super::super::auth::SHORT_SECRET

@@ -9,7 +9,7 @@
 use serde::Deserialize;
 
 use super::schema::{Device, Float, LogJson, PerIterJson};
-use crate::format::NO_ROWS_AVERAGE;
+use crate::numbers::NO_ROWS_AVERAGE;
 use crate::run::{ReadError, Run, Source, TextDetails};
 use crate::{HalfResult, PerIterStats, RowResult, RunInfo, Step, Summary};
 

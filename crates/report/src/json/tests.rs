@@ -1,8 +1,8 @@
 //! Unit tests of the JSON writer (the golden comparison is in `tests/golden_json.rs`).
 
 use super::*;
-use crate::format::NO_ROWS_AVERAGE;
 use crate::formats::{Format, Json};
+use crate::numbers::NO_ROWS_AVERAGE;
 use crate::{HalfResult, PerIterStats, Step};
 use serde_json::{Value, json};
 

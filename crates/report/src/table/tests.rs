@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::PerIterStats;
-use crate::format::NO_ROWS_AVERAGE;
+use crate::numbers::NO_ROWS_AVERAGE;
 
 fn info() -> RunInfo {
     RunInfo {

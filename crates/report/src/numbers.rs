@@ -33,7 +33,7 @@ pub fn average(sum: f64, count: u64) -> f64 {
 /// NaN prints `nan` (`-nan` when its sign bit is set) and infinities `inf`/`-inf`, right-aligned.
 ///
 /// ```
-/// use nccl_perf_report::format::fit;
+/// use nccl_perf_report::numbers::fit;
 /// assert_eq!(fit(9999.994, 6), " 10000");
 /// assert_eq!(fit(1.2e7, 7), "1.2e+07");
 /// assert_eq!(fit(f64::NAN, 7), "    nan");
@@ -58,7 +58,7 @@ pub fn fit(value: f64, width: usize) -> String {
 /// [`NO_ROWS_AVERAGE`]); infinities print `inf`/`-inf`.
 ///
 /// ```
-/// use nccl_perf_report::format::c_g;
+/// use nccl_perf_report::numbers::c_g;
 /// assert_eq!(c_g(560.541), "560.541");
 /// assert_eq!(c_g(1234567.0), "1.23457e+06");
 /// assert_eq!(c_g(0.0), "0");

@@ -83,13 +83,11 @@ pub fn atof(s: &str) -> f64 {
 }
 
 /// Why a size could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SizeError {
     /// No number at the start.
-    #[error("'{0}' is not a number")]
     NotANumber(String),
     /// A suffix other than K, M or G.
-    #[error("unknown size suffix '{suffix}' in '{text}' (use K, M or G)")]
     Suffix {
         /// The suffix character.
         suffix: char,
@@ -97,12 +95,28 @@ pub enum SizeError {
         text: String,
     },
     /// Below zero.
-    #[error("'{0}' is negative")]
     Negative(String),
     /// 2^62 bytes or more (or not finite).
-    #[error("'{0}' is too large")]
     TooLarge(String),
 }
+
+impl std::fmt::Display for SizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SizeError::NotANumber(t) => write!(f, "'{t}' is not a number"),
+            SizeError::Suffix { suffix, text } => {
+                write!(
+                    f,
+                    "unknown size suffix '{suffix}' in '{text}' (use K, M or G)"
+                )
+            }
+            SizeError::Negative(t) => write!(f, "'{t}' is negative"),
+            SizeError::TooLarge(t) => write!(f, "'{t}' is too large"),
+        }
+    }
+}
+
+impl std::error::Error for SizeError {}
 
 /// Reads a size the way nccl-tests does: a decimal number (fractions and exponents allowed), then
 /// optional blanks and one suffix character K/M/G (binary; case-insensitive). Later characters
