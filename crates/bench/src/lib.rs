@@ -131,7 +131,19 @@ fn startup() -> Result<Startup, ExitCode> {
 
 impl Startup {
     fn run_benchmark(self, coll: &dyn collective::Collective) -> ExitCode {
-        match runner::run_benchmark(&self.options, coll, &self.program, self.args) {
+        // `--collectives`: those benchmarks in turn instead of the program's own.
+        let listed = match collective::by_names(&self.options.collectives, &self.options) {
+            Ok(l) => l,
+            Err(e) => {
+                crate::eline!("{}: {e}", self.program);
+                return ExitCode::from(e.exit_code());
+            }
+        };
+        let colls: Vec<&dyn collective::Collective> = match listed.is_empty() {
+            true => vec![coll],
+            false => listed.iter().map(|c| &**c).collect(),
+        };
+        match runner::run_benchmark(&self.options, &colls, &self.program, self.args) {
             Ok(c) => {
                 if c != code::OK {
                     let host = host::short_hostname();

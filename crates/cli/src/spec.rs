@@ -27,6 +27,8 @@ pub enum Value {
     Number,
     /// A locate schedule: `nodes`, `rails`, `quick` or `full`.
     Schedule,
+    /// Benchmark names separated by commas (`all_reduce,all_gather`, `_perf` optional), or `all`.
+    Collectives,
 }
 
 /// The value an option has when it is not given.
@@ -147,7 +149,7 @@ const fn ours(
 }
 
 use DefaultValue::{Unset, Value as Is};
-use Value::{DataType, File, Flag, Integer, Number, Op, Schedule, Size, Switch};
+use Value::{Collectives, DataType, File, Flag, Integer, Number, Op, Schedule, Size, Switch};
 
 /// Every option, in nccl-tests' `-h` order, then `-h` itself, our `--dry-run` and the options
 /// of `--locate` (docs/locate.md). Ours are long options only and not in `-h`.
@@ -260,6 +262,8 @@ pub const OPTIONS: &[Spec] = &[
         value: Flag,
         metavar: None,
     },
+    ours("collectives", "LIST", Collectives, Unset("this program's own collective alone"),
+        "Run these benchmarks one after the other in this one launch (names separated by commas, with or without _perf, e.g. all_reduce,all_gather,reduce_scatter,alltoall,sendrecv; or all): one CUDA context, one set of communicators and buffers, and for each the section its own program prints; the exit code is the worst of them"),
     ours("explain-sku", "FILE", File, Unset("the built-in table"),
         "--explain's table of expected bus bandwidths per GPU model, instead of the built-in one (docs/explain.md gives the format)"),
     ours("explain-gate", "PERCENT", Number, Unset("off"),

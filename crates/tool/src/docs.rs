@@ -120,6 +120,7 @@ fn describe(value: nccl_perf_cli::Value) -> &'static str {
         Value::File => "file",
         Value::Number => "number",
         Value::Schedule => "nodes, rails, quick or full",
+        Value::Collectives => "benchmark names, or all",
     }
 }
 

@@ -60,6 +60,24 @@ pub fn all() -> Vec<Box<dyn Collective>> {
     ]
 }
 
+/// The collectives of `names` (benchmark table names, `--collectives`), in order; alltoallv
+/// configured from the environment as its program configures it.
+pub fn by_names(
+    names: &[&str],
+    opts: &crate::options::Options,
+) -> Result<Vec<Box<dyn Collective>>> {
+    names
+        .iter()
+        .map(|&n| match n {
+            "alltoallv" => Ok(Box::new(AllToAllV::from_env(opts)?) as Box<dyn Collective>),
+            n => all()
+                .into_iter()
+                .find(|c| c.name() == n)
+                .ok_or_else(|| crate::error::Error::Internal(format!("no collective {n}"))),
+        })
+        .collect()
+}
+
 /// Per-rank element counts derived from one sweep size (`size / type size` elements) as
 /// nccl-tests derives them; the sharded collectives round `count / nranks` down to a multiple of
 /// 16 bytes.

@@ -46,6 +46,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         dry_run: _,
         locate: _,
         explain: _,
+        collectives: _,
     } = o;
     let roots = match o.roots {
         Roots::All => "all".to_string(),
@@ -92,6 +93,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         format!("-D {}", opt(o.device_impl)),
         format!("-V {}", opt(o.device_cta_count)),
         format!("--dry-run {}", u8::from(o.dry_run)),
+        format!("--collectives {}", list(o.collectives.clone())),
     ];
     // --explain adds one untimed call per size and half on every rank; its table
     // (--explain-sku) and gate are world rank 0's alone.

@@ -2,6 +2,7 @@
 //! reads them (strtol-style integers, K/M/G sizes), with strict errors where leniency would run the
 //! wrong benchmark and warnings where upstream silently tolerated junk.
 
+mod collectives;
 mod explain;
 pub mod fingerprint;
 mod locate;
@@ -99,6 +100,9 @@ pub struct Options {
     pub locate: Option<LocateOptions>,
     /// `--explain` and its options: what NCCL did and should reach, after the table.
     pub explain: Option<ExplainOptions>,
+    /// `--collectives`: the benchmarks this launch runs in turn (names of the benchmark table);
+    /// empty: the program's own collective alone.
+    pub collectives: Vec<&'static str>,
 }
 
 impl Default for Options {
@@ -340,6 +344,12 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     });
     let locate = locate::read(&mut r, nthreads, ngpus, max_bytes)?;
     let explain = explain::read(&mut r)?;
+    let collectives = collectives::read(&mut r)?;
+    if !collectives.is_empty() && locate.is_some() {
+        return Err(OptionsError::Unsupported(
+            "--locate with --collectives is not implemented yet: run --locate in a launch of one collective".into(),
+        ));
+    }
     let mut o = Options {
         nthreads,
         ngpus,
@@ -376,6 +386,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         dry_run: raw.dry_run,
         locate,
         explain,
+        collectives,
     };
     check_gpus_per_process(&o)?;
     let e_left_out = raw.get("maxbytes").is_none();

@@ -69,6 +69,10 @@ pub(super) struct Inventory {
     pub global_cc: (i32, i32),
     /// The smallest device memory of every process' devices, in bytes.
     pub min_mem: u64,
+    /// The device lines' contents, every rank's (world rank 0; empty elsewhere).
+    pub device_infos: Vec<DeviceInfo>,
+    /// Every process' record (world rank 0; empty elsewhere), for `--explain`'s rows.
+    pub records: Vec<ProcessRecord>,
 }
 
 /// Runs the discover phase; prints the version line, the header and (world rank 0) the
@@ -120,20 +124,7 @@ pub(super) fn discover(
         .iter()
         .flat_map(|r| r.device_infos(per_process))
         .collect();
-    for d in &infos {
-        out.print(&table::device_line(d));
-    }
-    out.start_json(&infos, nccl_version);
-    if let Some(x) = &opts.explain
-        && out.printing()
-    {
-        out.explain_rows(super::explanation::Rows::new(
-            x,
-            &infos,
-            &records,
-            nccl_version,
-        )?);
-    }
+    devices_and_rows(opts, &infos, &records, nccl_version, out)?;
 
     let min_cc = devices.iter().map(|d| d.props.cc).min().unwrap_or((0, 0));
     // fp8 needs every GPU of every process at compute capability 9.0 or above.
@@ -153,7 +144,50 @@ pub(super) fn discover(
         min_cc,
         global_cc: (global_cc / 100, global_cc % 100),
         min_mem,
+        device_infos: infos,
+        records,
     })
+}
+
+/// The device lines, recorded in the JSON document too, and `--explain`'s rows kept (world
+/// rank 0).
+fn devices_and_rows(
+    opts: &Options,
+    infos: &[DeviceInfo],
+    records: &[ProcessRecord],
+    nccl_version: i32,
+    out: &mut Output,
+) -> Result<()> {
+    for d in infos {
+        out.print(&table::device_line(d));
+    }
+    out.start_json(infos, nccl_version);
+    if let Some(x) = &opts.explain
+        && out.printing()
+    {
+        out.explain_rows(super::explanation::Rows::new(
+            x,
+            infos,
+            records,
+            nccl_version,
+        )?);
+    }
+    Ok(())
+}
+
+/// The head of a later section of a `--collectives` run, as [`discover`] printed the first's:
+/// the version line, the header and the device lines (in its JSON document too), and its own
+/// `--explain` rows.
+pub(super) fn print_head(found: &Inventory, out: &mut Output) -> Result<()> {
+    out.print(&table::version_line(found.nccl_version));
+    out.print(&table::header(out.info()));
+    devices_and_rows(
+        &found.options,
+        &found.device_infos,
+        &found.records,
+        found.nccl_version,
+        out,
+    )
 }
 
 /// A device as rank 0 sees it: identified by its PCI id.

@@ -20,10 +20,15 @@ const SIZES_SHOWN: usize = 64;
 /// exit code 0 when the launch is sound.
 pub fn check_and_plan(
     opts: &Options,
-    coll: &dyn Collective,
+    colls: &[&dyn Collective],
     program: &str,
     boot: &dyn Bootstrap,
 ) -> Result<u8> {
+    let Some(&coll) = colls.first() else {
+        return Err(crate::error::Error::Internal(
+            "no collective to plan".into(),
+        ));
+    };
     let per_process = opts.nthreads * opts.ngpus;
     let cuda_visible = environment::CUDA_VISIBLE_DEVICES.get();
     let visible = placement::visible_without_cuda(cuda_visible.as_deref(), gpus_in_proc());
@@ -41,22 +46,32 @@ pub fn check_and_plan(
             .collect()
     })?;
     let nranks = boot.group().size * per_process as usize;
-    // Compute capability is unknown here: no fp8 filtering for `-d all`.
-    let plan = plan::loops(
-        opts,
-        coll,
-        nranks,
-        (i32::MAX, 0),
-        opts.min_bytes,
-        opts.max_bytes,
-    )?;
+    // Compute capability is unknown here: no fp8 filtering for `-d all`. Every collective of
+    // `--collectives` is planned (one that cannot run this job fails here); the first is shown.
+    let mut plans = colls
+        .iter()
+        .map(|c| {
+            plan::loops(
+                opts,
+                *c,
+                nranks,
+                (i32::MAX, 0),
+                opts.min_bytes,
+                opts.max_bytes,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan = plans.swap_remove(0);
     // Every process takes part in locate's topology exchange; rank 0 prints the first round.
     let located = match &opts.locate {
         Some(l) => super::locate::dry_run(l, boot, base)?,
         None => Vec::new(),
     };
     if boot.world_rank() == 0 {
-        let text = render(opts, coll, program, boot, &records, &plan, &located);
+        let mut text = render(opts, coll, program, boot, &records, &plan, &located);
+        if !opts.collectives.is_empty() {
+            text = with_sections(text, colls);
+        }
         if let Some(x) = &opts.explain {
             super::explanation::check_table(x)?;
         }
@@ -154,6 +169,18 @@ fn render(
     }
     s += &closing_line(records, per_process);
     s
+}
+
+/// The plan of a `--collectives` run: the collectives, in order, after the bootstrap line.
+fn with_sections(text: String, colls: &[&dyn Collective]) -> String {
+    let names: Vec<String> = colls.iter().map(|c| format!("{}_perf", c.name())).collect();
+    let line = format!(
+        "# Collectives, one section each in this order (the sizes, datatypes and ops below are the first's): {}\n",
+        names.join(" ")
+    );
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    lines.insert(2.min(lines.len()), &line);
+    lines.concat()
 }
 
 /// The last line: the launch is consistent, or which part of it could not be checked here.

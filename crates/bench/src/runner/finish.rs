@@ -22,6 +22,21 @@ pub(super) fn finish(nccl: &Nccl, measured: Measured, out: &mut Output) -> Resul
     Ok(with_gate(code, gate_failed))
 }
 
+/// The finish of one section of a `--collectives` run: the summary, the footer, the JSON
+/// document and the explanation, as [`finish`] gives them, but the GPUs are handed back for the
+/// next section (torn down after the last one).
+pub(super) fn finish_section(
+    nccl: &Nccl,
+    mut measured: Measured,
+    out: &mut Output,
+) -> (u8, Vec<Gpu>) {
+    let (explained, gate_failed) = explain(out);
+    let (summary, code) = summarize(nccl, &measured, out);
+    footer(out, &summary, std::mem::take(&mut measured.split_groups));
+    out.print(&explained);
+    (with_gate(code, gate_failed), measured.gpus)
+}
+
 /// After the table, at world rank 0 with `--explain`: the explanation (returned, printed after
 /// the footer) recorded in the JSON document; `true` in the second place when `--explain-gate`
 /// fails.

@@ -14,6 +14,9 @@
 //!    `per_iter.rs`), the rows (`Measured`).
 //! 6. `finish.rs`: the summary, the GPUs torn down, the footer and the JSON, the exit code.
 //!
+//! With `--collectives`, `sections.rs` runs phases 3 to 6 once per collective on what phases 1,
+//! 2 and the first set-up made (one context, one set of communicators and buffers).
+//!
 //! `--dry-run` (`dry_run.rs`) stops after the start: it checks the placement without CUDA,
 //! plans the loops and prints the plan. Beside the phases: `output.rs` (stdout and the `-J`
 //! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
@@ -36,6 +39,7 @@ mod output;
 mod per_iter;
 mod placement;
 mod plan;
+mod sections;
 pub mod setup;
 mod split_groups;
 #[cfg(feature = "test-hooks")]
@@ -60,17 +64,22 @@ use crate::options::Options;
 use output::Output;
 use start::Started;
 
-/// Runs the benchmark (or, with `--dry-run`, prints its plan); returns the exit code of a run
-/// that reached its footer, or the error that ended it (the job was told).
+/// Runs the benchmark (or, with `--dry-run`, prints its plan) of each collective of `colls` in
+/// turn (one, but with `--collectives`); returns the exit code of a run that reached its
+/// footers (the worst of them), or the error that ended it (the job was told).
 pub fn run_benchmark(
     opts: &Options,
-    coll: &dyn Collective,
+    colls: &[&dyn Collective],
     program: &str,
     args: Vec<String>,
 ) -> Result<u8> {
-    start::start(opts, program, args, |started| match started {
-        Started::DryRun(boot) => dry_run::check_and_plan(opts, coll, program, boot),
-        Started::Run(boot, out) => benchmark(opts, coll, boot, out),
+    let sections = sections::names(opts, colls, program);
+    start::start(opts, program, &sections, args, |started| match started {
+        Started::DryRun(boot) => dry_run::check_and_plan(opts, colls, program, boot),
+        Started::Run(boot, outs) => match (colls, outs) {
+            ([coll], [out]) => benchmark(opts, *coll, boot, out),
+            (colls, outs) => sections::run(opts, colls, boot, outs),
+        },
     })
 }
 

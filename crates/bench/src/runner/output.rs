@@ -62,6 +62,23 @@ pub fn create_target(
     Ok((Target::Json(doc), writing))
 }
 
+/// The `-J` file of one section of a `--collectives` run: the benchmark's name (`program`
+/// without `_perf`) before the file's ending, so `results.json` gives `results.all_reduce.json`,
+/// `results.all_gather.json`, ..., each the document its own program writes.
+pub fn section_file(o: &OutputFile, program: &str) -> OutputFile {
+    let name = program.strip_suffix("_perf").unwrap_or(program);
+    let file = o.path.file_name().map(|f| f.to_string_lossy().into_owned());
+    let file = file.unwrap_or_default();
+    let with = match file.rsplit_once('.') {
+        Some((stem, ending)) if !stem.is_empty() => format!("{stem}.{name}.{ending}"),
+        _ => format!("{file}.{name}"),
+    };
+    OutputFile {
+        path: o.path.with_file_name(with),
+        format: o.format,
+    }
+}
+
 /// `--dry-run`: checks that the `-J` file could be created (its folder exists and is writable)
 /// without creating it.
 pub fn check_target(path: &Path) -> Result<()> {
@@ -132,6 +149,7 @@ pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
         dry_run: _,
         locate: _,
         explain: _,
+        collectives: _,
     } = o;
     RunInfo {
         program: program.to_string(),
@@ -257,6 +275,9 @@ pub struct Output {
     /// Each row's size and out-of-place busbw, for `--locate`'s comparison of the job with
     /// its groups.
     sizes: Vec<(u64, f64)>,
+    /// What opens this section before its version line (a later `--collectives` section's
+    /// `# Writing ... output to` line); empty for the first.
+    opening: String,
 }
 
 impl Output {
@@ -277,7 +298,27 @@ impl Output {
             halves: 0,
             explained: None,
             sizes: Vec::new(),
+            opening: String::new(),
         }
+    }
+
+    /// This report with `text` printed first when its section opens ([`Output::open`]).
+    pub fn opening(self, text: String) -> Output {
+        Output {
+            opening: text,
+            ..self
+        }
+    }
+
+    /// Prints what opens the section (see [`Output::opening`]).
+    pub fn open(&mut self) {
+        let text = std::mem::take(&mut self.opening);
+        self.print(&text);
+    }
+
+    /// The JSON document, for the watchdog.
+    pub fn json(&self) -> Option<JsonFile> {
+        self.json.clone()
     }
 
     /// Whether this process prints (world rank 0).

@@ -35,6 +35,18 @@ pub(super) fn plan(
     found: &Inventory,
     out: &mut Output,
 ) -> Result<Plan> {
+    plan_with(coll, boot, found, out, true)
+}
+
+/// [`plan`], with the validation kernels compiled only when `compile` (a later section of a
+/// `--collectives` run uses the GPUs the first one set up, kernels loaded).
+pub(super) fn plan_with(
+    coll: &dyn Collective,
+    boot: &dyn Bootstrap,
+    found: &Inventory,
+    out: &mut Output,
+    compile: bool,
+) -> Result<Plan> {
     let opts = &found.options;
     let (lo, hi, reduced) = crate::sweep::clamp(
         opts.min_bytes,
@@ -45,7 +57,7 @@ pub(super) fn plan(
     if reduced {
         out.print(&table::memory_clamp_lines(hi));
     }
-    let kernels = match opts.check > 0 {
+    let kernels = match opts.check > 0 && compile {
         true => Some(KernelImage::start(
             found.min_cc,
             opts.types.clone(),

@@ -51,19 +51,7 @@ pub(super) fn set_up<'a>(
     boot.barrier()?;
     crate::host::trace("devices discovered");
 
-    let gpu_plan = GpuPlan {
-        nccl: found.nccl,
-        id,
-        nranks: found.nranks,
-        nccl_version: found.nccl_version,
-        cta_policy: found.cta_policy,
-        sizes: plan.buffers,
-        register: (found.register, plan.max_bytes as usize),
-        null_stream: opts.stream_null,
-        kernels: plan.kernels.as_ref(),
-        types: &plan.loops.types,
-        measure_memory: opts.memory_report,
-    };
+    let gpu_plan = gpu_plan(found, plan, id);
     let per_thread = opts.ngpus as usize;
     let first_rank = found.first_rank;
     let starts: Vec<ThreadGpus> = if opts.parallel_init {
@@ -74,18 +62,55 @@ pub(super) fn set_up<'a>(
             .map(|(t, d)| ThreadGpus::Init(d, first_rank + t * per_thread))
             .collect()
     } else {
-        let (mut gpus, memory) = create_gpus(&gpu_plan, &found.devices, first_rank)?;
+        let (gpus, memory) = create_gpus(&gpu_plan, &found.devices, first_rank)?;
         crate::host::trace("communicators created, buffers allocated, kernels loaded");
-        let mut starts = Vec::new();
-        let mut memory = Some(memory);
-        while !gpus.is_empty() {
-            let rest = gpus.split_off(per_thread.min(gpus.len()));
-            starts.push(ThreadGpus::Ready(gpus, memory.take()));
-            gpus = rest;
-        }
-        starts
+        per_thread_starts(gpus, per_thread, Some(memory))
     };
     Ok(Ready { gpu_plan, starts })
+}
+
+/// A later section of a `--collectives` run starts on the GPUs the first one set up (NCCL rank
+/// order, communicators open, buffers allocated and registered, kernels loaded), handed to the
+/// benchmark threads as `-p 0` hands them; nothing is created.
+pub(super) fn reuse<'a>(found: &'a Inventory, plan: &'a Plan, gpus: Vec<Gpu>) -> Ready<'a> {
+    let id = UniqueId { internal: [0; 128] };
+    Ready {
+        gpu_plan: gpu_plan(found, plan, id),
+        starts: per_thread_starts(gpus, found.options.ngpus as usize, None),
+    }
+}
+
+/// What setting up this process' GPUs takes, for the communicators of `id`.
+fn gpu_plan<'a>(found: &'a Inventory, plan: &'a Plan, id: UniqueId) -> GpuPlan<'a> {
+    GpuPlan {
+        nccl: found.nccl,
+        id,
+        nranks: found.nranks,
+        nccl_version: found.nccl_version,
+        cta_policy: found.cta_policy,
+        sizes: plan.buffers,
+        register: (found.register, plan.max_bytes as usize),
+        null_stream: found.options.stream_null,
+        kernels: plan.kernels.as_ref(),
+        types: &plan.loops.types,
+        measure_memory: found.options.memory_report,
+    }
+}
+
+/// `gpus` (rank order) cut into each thread's `per_thread`, the set-up's `-M` figures with
+/// thread 0.
+fn per_thread_starts<'d>(
+    mut gpus: Vec<Gpu>,
+    per_thread: usize,
+    mut memory: Option<SetupMemory>,
+) -> Vec<ThreadGpus<'d>> {
+    let mut starts = Vec::new();
+    while !gpus.is_empty() {
+        let rest = gpus.split_off(per_thread.max(1).min(gpus.len()));
+        starts.push(ThreadGpus::Ready(gpus, memory.take()));
+        gpus = rest;
+    }
+    starts
 }
 
 /// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with

@@ -22,15 +22,18 @@ const LOST_PEER_WAIT: Duration = Duration::from_secs(3);
 pub(super) enum Started<'a> {
     /// `--dry-run`: the bootstrap only (the `-J` folder was checked, nothing created).
     DryRun(&'a dyn Bootstrap),
-    /// A benchmark: the bootstrap and the report (stdout at world rank 0, the `-J` file).
-    Run(&'a dyn Bootstrap, &'a mut Output),
+    /// A benchmark: the bootstrap and one report per section (stdout at world rank 0, the
+    /// `-J` file), in the order of the sections.
+    Run(&'a dyn Bootstrap, &'a mut [Output]),
 }
 
 /// Launches: runs `phases` with what it needs inside the job and under the watchdog; returns
-/// their exit code, or their error after the job was told.
+/// their exit code, or their error after the job was told. `sections`: the program name of
+/// each section the run prints (one, `program`, but with `--collectives`).
 pub(super) fn start(
     opts: &Options,
     program: &str,
+    sections: &[String],
     args: Vec<String>,
     phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
@@ -38,7 +41,7 @@ pub(super) fn start(
     let boot = bootstrap::connect(&fingerprint::of_run(program, opts))?;
     // A panic (reported by the panic hook) still ends the job as a failure does.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        guarded(opts, program, &*boot, args, phases)
+        guarded(opts, program, sections, &*boot, args, phases)
     }))
     .unwrap_or(Err(Error::Panicked));
     match result {
@@ -64,52 +67,67 @@ pub(super) fn start(
     }
 }
 
-/// Creates (or, for a dry run, checks) the `-J` target at world rank 0 and runs `phases` under
-/// the watchdog; a run that fails closes the JSON document with the rows completed.
+/// Creates (or, for a dry run, checks) the `-J` target of each section at world rank 0 and
+/// runs `phases` under the watchdog; a run that fails closes the JSON documents with the rows
+/// completed.
 fn guarded(
     opts: &Options,
     program: &str,
+    sections: &[String],
     boot: &dyn Bootstrap,
     args: Vec<String>,
     phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
+    // The test hooks name the program.
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = program;
     let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
     if opts.dry_run {
         if let Some(o) = output {
             output::check_target(&o.path)?;
         }
-        return watchdog::guard(boot, None, || {
+        return watchdog::guard(boot, Vec::new(), || {
             #[cfg(feature = "test-hooks")]
             stall::pause(boot, program);
             phases(Started::DryRun(boot))
         });
     }
-    let target = match output {
-        Some(o) => {
-            let (target, line) = output::create_target(
-                o,
-                &output::run_info(opts, program),
-                args,
-                opts.explain.is_some(),
-            )?;
-            print!("{line}");
-            Some(target)
-        }
-        None => None,
-    };
-    let json = match &target {
-        Some(output::Target::Json(j)) => Some(j.clone()),
-        _ => None,
-    };
+    let printing = boot.world_rank() == 0;
+    let mut outs = Vec::with_capacity(sections.len());
+    for (i, name) in sections.iter().enumerate() {
+        let info = output::run_info(opts, name);
+        let target = match output {
+            Some(o) => {
+                let o = match sections.len() {
+                    1 => o.clone(),
+                    _ => output::section_file(o, name),
+                };
+                let (target, line) =
+                    output::create_target(&o, &info, args.clone(), opts.explain.is_some())?;
+                // The first section's line comes first, as a program alone prints it; the
+                // others open their sections.
+                if i == 0 {
+                    print!("{line}");
+                    Some((target, String::new()))
+                } else {
+                    Some((target, line))
+                }
+            }
+            None => None,
+        };
+        let (target, opening) = target.map_or((None, String::new()), |(t, l)| (Some(t), l));
+        outs.push(Output::new(info, printing, target).opening(opening));
+    }
+    let json = outs.iter().filter_map(Output::json).collect();
     // A lost process or a stop signal ends the run from the watchdog, JSON closed.
     watchdog::guard(boot, json, || {
         #[cfg(feature = "test-hooks")]
         stall::pause(boot, program);
-        let printing = boot.world_rank() == 0;
-        let mut out = Output::new(output::run_info(opts, program), printing, target);
-        let result = phases(Started::Run(boot, &mut out));
+        let result = phases(Started::Run(boot, &mut outs));
         if result.is_err() {
-            out.abort();
+            for out in &mut outs {
+                out.abort();
+            }
         }
         result
     })

@@ -41,7 +41,7 @@ enum Stop {
 
 /// Runs `body` (the benchmark) with the watchdog beside it; returns what `body` returns, unless
 /// the watchdog ends the process first.
-pub fn guard<T>(boot: &dyn Bootstrap, json: Option<JsonFile>, body: impl FnOnce() -> T) -> T {
+pub fn guard<T>(boot: &dyn Bootstrap, json: Vec<JsonFile>, body: impl FnOnce() -> T) -> T {
     let done = AtomicBool::new(false);
     // The signal handlers are `interrupt`'s; this thread only watches what they record.
     super::interrupt::install();
@@ -63,7 +63,7 @@ impl Drop for SetOnDrop<'_> {
     }
 }
 
-fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
+fn watch(boot: &dyn Bootstrap, json: Vec<JsonFile>, done: &AtomicBool) {
     let mut signalled: Option<Instant> = None;
     loop {
         std::thread::park_timeout(TICK);
@@ -73,14 +73,14 @@ fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
         if let Some(sig) = super::interrupt::pending() {
             let since = signalled.get_or_insert_with(Instant::now);
             if since.elapsed() >= SIGNAL_GRACE {
-                end(Stop::Signal(sig), json.as_ref());
+                end(Stop::Signal(sig), &json);
             }
             continue;
         }
         if let Some(err) = super::interrupt::failure() {
             let since = signalled.get_or_insert_with(Instant::now);
             if since.elapsed() >= SIGNAL_GRACE {
-                end(Stop::Stuck(err), json.as_ref());
+                end(Stop::Stuck(err), &json);
             }
             continue;
         }
@@ -95,14 +95,14 @@ fn watch(boot: &dyn Bootstrap, json: Option<JsonFile>, done: &AtomicBool) {
                 return;
             }
         }
-        end(stop, json.as_ref());
+        end(stop, &json);
     }
 }
 
 /// Reports, closes the JSON document and exits without running exit handlers: the GPUs may be
 /// stuck in an operation that will never finish, which CUDA's and NCCL's own teardown would
 /// wait for.
-fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
+fn end(stop: Stop, json: &[JsonFile]) -> ! {
     let host = crate::host::short_hostname();
     let (line, code) = match stop {
         Stop::Signal(sig) => (
@@ -123,7 +123,8 @@ fn end(stop: Stop, json: Option<&JsonFile>) -> ! {
             (String::new(), i32::from(e.exit_code()))
         }
     };
-    if let Some(j) = json {
+    // Every section's document (--collectives): those finished are closed already.
+    for j in json {
         j.abort();
     }
     let _ = std::io::stdout().flush();
