@@ -15,6 +15,7 @@ mod shipped;
 mod bootstrap;
 mod cli;
 mod cli_hostile;
+mod collectives;
 mod dry_run_text;
 mod env_faults;
 mod json_secrets;

@@ -204,6 +204,41 @@ fn several_files_and_tests_in_one_call() {
     assert_eq!(programs, ["all_reduce_perf", "all_gather_perf"]);
 }
 
+/// A `--collectives` launch's log (one H100, docs/results/h100x1/one-launch/) reads back as one
+/// run per section, in order, and prints back as it was.
+#[test]
+fn a_log_of_several_collectives_in_one_launch_reads_section_by_section() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/results/h100x1/one-launch/r2.ours-one.out");
+    let out = tool(&["parse", &log.to_string_lossy()]);
+    let runs = read_documents(&stdout(&out), "stdout").unwrap_or_else(|e| panic!("{e}"));
+    let programs: Vec<&str> = runs.iter().map(|r: &Run| r.info.program.as_str()).collect();
+    assert_eq!(
+        programs,
+        [
+            "all_reduce_perf",
+            "all_gather_perf",
+            "reduce_scatter_perf",
+            "alltoall_perf",
+            "sendrecv_perf"
+        ]
+    );
+    assert!(
+        runs.iter().all(|r| r.rows.len() == 31),
+        "31 sizes from 8 B to 8 GiB each"
+    );
+    // The log holds stderr too (2>&1): our line about the validation kernels, which the report
+    // keeps but places with the table's first lines.
+    let nccl_tests_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !outside_any_test(l) && !l.contains(": validation kernels:"))
+            .map(str::to_string)
+            .collect()
+    };
+    let printed = stdout(&tool(&["report", &log.to_string_lossy()]));
+    assert_eq!(nccl_tests_lines(&printed), nccl_tests_lines(&read(&log)));
+}
+
 #[test]
 fn unreadable_input_exits_2_with_file_and_line() {
     let dir = scratch("errors");

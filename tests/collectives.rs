@@ -1,0 +1,82 @@
+//! `--collectives` without a GPU: the dry run plans every listed benchmark and names them in
+//! order; a name that is no benchmark, an empty list, a collective that cannot run this job and
+//! `--locate` beside it each end with one line and their exit code before anything runs.
+//! (The runs themselves, section by section, are checked on a GPU: `ci/gpu-one-launch.sh`.)
+
+use crate::programs;
+use std::process::Output;
+
+fn all_reduce(args: &[&str]) -> Output {
+    programs::program(env!("CARGO_BIN_EXE_all_reduce_perf"))
+        .args(args)
+        .env("NCCL_PERF_BOOTSTRAP", "single")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run all_reduce_perf: {e}"))
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_dry_run_names_every_section_in_order() {
+    let o = all_reduce(&[
+        "--dry-run",
+        "--collectives",
+        "sendrecv_perf,all_gather",
+        "-b",
+        "8",
+        "-e",
+        "1M",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("# Collectives, one section each"))
+        .unwrap_or_else(|| panic!("no collectives line in {out}"));
+    assert!(line.ends_with(": sendrecv_perf all_gather_perf"), "{line}");
+    // Without the option, the plan is the program's own and has no such line.
+    let (plain, _) = text(&all_reduce(&["--dry-run", "-b", "8", "-e", "1M"]));
+    assert!(!plain.contains("# Collectives"), "{plain}");
+}
+
+#[test]
+fn bad_lists_stop_before_anything_runs_with_one_line() {
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["--collectives", "all_reduce,allreduce"],
+            255,
+            "'allreduce' is not a benchmark",
+        ),
+        (
+            &["--collectives", ","],
+            255,
+            "--collectives needs at least one benchmark name",
+        ),
+        (
+            &["--collectives", "all", "--locate", "nodes"],
+            5,
+            "--locate with --collectives is not implemented yet",
+        ),
+        (
+            &["--collectives", "all", "-g", "3", "--dry-run"],
+            5,
+            "hypercube_perf needs a power-of-two number of ranks",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let o = all_reduce(args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            !out.contains("# Collective test starting"),
+            "{args:?}: {out}"
+        );
+    }
+}
