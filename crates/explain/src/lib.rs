@@ -10,6 +10,7 @@
 
 pub mod ceiling;
 pub mod hardware;
+pub mod health;
 mod judge;
 mod nics;
 #[allow(unsafe_code)]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use clap::{Arg, ArgAction};
 
 use nccl_perf_explain::observed::{self, Capture, RankDevice};
-use nccl_perf_explain::{Hardware, SkuTable, explain};
+use nccl_perf_explain::{Explanation, Hardware, SkuTable, explain};
 use nccl_perf_report::formats::Format;
 use nccl_perf_report::health;
 use nccl_perf_report::run::Run;
@@ -40,11 +40,7 @@ pub fn report(
     format: &dyn Format,
     sku: Option<&String>,
 ) -> Result<String, ToolError> {
-    let skus = match sku {
-        Some(path) => SkuTable::load(std::path::Path::new(path))
-            .map_err(|e| ToolError::Usage(format!("--explain-sku: {e}")))?,
-        None => SkuTable::builtin(),
-    };
+    let skus = table(sku)?;
     if !matches!(format.name(), "text" | "markdown") {
         for run in runs {
             nccl_perf_cli::stderr::write(&text(run, &skus));
@@ -63,6 +59,15 @@ pub fn report(
         }
     }
     Ok(out)
+}
+
+/// The SKU table: `--explain-sku`'s file, else the built-in one.
+pub fn table(sku: Option<&String>) -> Result<SkuTable, ToolError> {
+    match sku {
+        Some(path) => SkuTable::load(std::path::Path::new(path))
+            .map_err(|e| ToolError::Usage(format!("--explain-sku: {e}"))),
+        None => Ok(SkuTable::builtin()),
+    }
 }
 
 /// The note every explanation of a log carries.
@@ -185,18 +190,23 @@ pub fn observed(run: &Run) -> observed::Run {
     }
 }
 
+/// `run` as explain saw it, and its explanation: from the run's own `--explain` record when it
+/// has one, else from the table alone.
+pub fn explained(run: &Run, skus: &SkuTable) -> (observed::Run, Explanation) {
+    let (seen, hw) = recorded(run).unwrap_or_else(|| {
+        let hw = Hardware {
+            notes: vec![NOT_READ.to_string()],
+            ..Hardware::default()
+        };
+        (observed(run), hw)
+    });
+    let x = explain(&seen, &hw, skus);
+    (seen, x)
+}
+
 /// The explanation of `run`, as `# ` lines.
 pub fn text(run: &Run, skus: &SkuTable) -> String {
-    let x = match recorded(run) {
-        Some((seen, hw)) => explain(&seen, &hw, skus),
-        None => {
-            let hw = Hardware {
-                notes: vec![NOT_READ.to_string()],
-                ..Hardware::default()
-            };
-            explain(&observed(run), &hw, skus)
-        }
-    };
+    let (_, x) = explained(run, skus);
     // As the benchmarks print them: no `bandwidth` or `FAILED` in lines of ours (a SKU file's
     // text could hold them), so a report stays scrapable like the log it came from.
     x.to_text()

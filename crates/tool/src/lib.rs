@@ -13,6 +13,7 @@ mod compare;
 mod docs;
 mod error;
 mod explain;
+mod health_check;
 pub mod locate_plot;
 mod metric;
 #[cfg(test)]
@@ -162,7 +163,10 @@ fn command() -> Command {
                         .value_parser(Check::ALL.map(Check::name))
                         .help("Accept what this check would refuse (repeatable, or comma-separated): wrong (#wrong > 0, Out of bounds FAILED), min-bw (Avg bus bandwidth FAILED), footer (no footer: crash or cut log), errors (NCCL/CUDA error lines), rows (no rows, or base sizes missing from new), ranks (different rank counts), collective (different collective, datatype or op)"),
                 )
-                .arg(partial),
+                .arg(partial.clone()),
+        )
+        .subcommand(
+            health_check::command(files("FILE", "JSON files or text logs: the check's runs, one per collective")).arg(partial),
         )
         .subcommand(docs::completions_command())
         .subcommand(docs::man_command())
@@ -293,6 +297,19 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
                 Verdict::Regression => EXIT_REGRESSION,
                 Verdict::Ok => 0,
             })
+        }
+        "health" => {
+            let runs = load(&strings("FILE"))?;
+            let threshold = health_check::threshold(m.get_one::<f64>("threshold").copied())?;
+            let h = health_check::summary(&runs, threshold, m.get_one::<String>("explain-sku"))?;
+            if let Some(p) = m.get_one::<String>("json") {
+                emit(Some(p), &format!("{}\n", h.json()))?;
+            }
+            if let Some(p) = m.get_one::<String>("prom") {
+                emit(Some(p), &h.prometheus())?;
+            }
+            emit(None, &h.text())?;
+            Ok(health_check::exit_code(&h).max(tell_problems(&runs)))
         }
         other => Err(ToolError::Usage(format!("unknown subcommand {other}"))),
     }

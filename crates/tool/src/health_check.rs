@@ -1,0 +1,77 @@
+//! `nccl-perf health`: a health check's summary from its logs or `-J` files (ours, a
+//! `--collectives` launch's sections, or nccl-tests' programs run one after the other): per
+//! collective the busbw at the largest size against explain's expected figure, a verdict, and
+//! the overall verdict; as `#` lines, JSON and the Prometheus text format (docs/health.md).
+
+use clap::{Arg, Command};
+use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
+use nccl_perf_report::run::Run;
+
+use crate::error::ToolError;
+
+/// The subcommand's definition.
+pub fn command(files: Arg) -> Command {
+    Command::new("health")
+        .about("A health check's summary: per collective the busbw at the largest size against the expected figure for the GPU model, a verdict, and one overall verdict; also as JSON and in the Prometheus text format (exit 0 healthy, 1 slow or wrong data, 3 not judged)")
+        .arg(files)
+        .arg(
+            Arg::new("threshold")
+                .long("threshold")
+                .value_name("PERCENT")
+                .value_parser(clap::value_parser!(f64))
+                .default_value("90")
+                .help("A collective below this percentage of its expected busbw is slow"),
+        )
+        .arg(Arg::new("json").long("json").value_name("FILE").help("Also write the summary as JSON to this file"))
+        .arg(
+            Arg::new("prom")
+                .long("prom")
+                .value_name("FILE")
+                .help("Also write the summary in the Prometheus text format to this file (for node_exporter's textfile collector: name it *.prom)"),
+        )
+        .arg(
+            Arg::new("explain-sku")
+                .long("explain-sku")
+                .value_name("FILE")
+                .help("A SKU table of your own for the expected figures (docs/explain.md)"),
+        )
+}
+
+/// The summary of `runs`.
+pub fn summary(runs: &[Run], threshold: f64, sku: Option<&String>) -> Result<Health, ToolError> {
+    let skus = crate::explain::table(sku)?;
+    let checks = runs
+        .iter()
+        .map(|r| {
+            let (seen, x) = crate::explain::explained(r, &skus);
+            let wrong = r.summary.as_ref().map_or(0, |s| s.oob_errors);
+            Check::of(&seen, &x, wrong, threshold)
+        })
+        .collect();
+    let first = runs.iter().flat_map(|r| r.devices.first()).next();
+    Ok(Health::new(
+        checks,
+        threshold,
+        first.map_or("", |d| d.hostname.as_str()),
+        first.map_or("", |d| d.name.as_str()),
+    ))
+}
+
+/// The exit code of a summary: 0 healthy, 1 slow or wrong data, 3 not judged.
+pub fn exit_code(h: &Health) -> u8 {
+    match h.verdict {
+        Verdict::Ok => 0,
+        Verdict::Slow | Verdict::Wrong => 1,
+        Verdict::Unknown => 3,
+    }
+}
+
+/// The threshold given, checked.
+pub fn threshold(given: Option<f64>) -> Result<f64, ToolError> {
+    match given.unwrap_or(DEFAULT_THRESHOLD) {
+        t if t > 0.0 && t <= 100.0 => Ok(t),
+        t => Err(ToolError::Usage(format!(
+            "--threshold {t}: give a percentage above 0 and at most 100"
+        ))),
+    }
+}
