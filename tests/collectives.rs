@@ -80,3 +80,40 @@ fn bad_lists_stop_before_anything_runs_with_one_line() {
         );
     }
 }
+
+#[test]
+fn the_health_preset_fills_in_what_the_command_line_leaves_out() {
+    let (out, err) = text(&all_reduce(&["--health", "--dry-run"]));
+    assert!(
+        out.contains("order (the sizes, datatypes and ops below are the first's): all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf sendrecv_perf\n"),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains("# Sizes: 14 from 1048576 to 8589934592 bytes:"),
+        "{out}"
+    );
+    // What is given wins: sizes, and the list.
+    let (out, _) = text(&all_reduce(&[
+        "--health",
+        "--dry-run",
+        "-b",
+        "8",
+        "-e",
+        "1K",
+        "-f",
+        "2",
+        "--collectives",
+        "sendrecv",
+    ]));
+    assert!(out.contains("# Sizes: 8 from 8 to 1024 bytes:"), "{out}");
+    assert!(
+        out.contains("sendrecv_perf\n") && !out.contains("all_gather_perf"),
+        "{out}"
+    );
+    for o in ["--health-json", "--health-prom"] {
+        let r = all_reduce(&[o, "h.out"]);
+        let (_, err) = text(&r);
+        assert_eq!(r.status.code(), Some(255), "{o}: {err}");
+        assert_eq!(err.trim(), format!("{o} needs --health"));
+    }
+}

@@ -81,7 +81,15 @@ fn man_pages_cover_every_program_and_option() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     pages.sort();
-    let subcommands = ["parse", "report", "plot", "compare", "completions", "man"];
+    let subcommands = [
+        "parse",
+        "report",
+        "plot",
+        "compare",
+        "health",
+        "completions",
+        "man",
+    ];
     let mut expected: Vec<String> = benchmark_names()
         .into_iter()
         .chain(["nccl-perf"])

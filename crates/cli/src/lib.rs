@@ -85,6 +85,8 @@ pub struct RawArgs {
     pub dry_run: bool,
     /// `--explain` was given (ours; long form only).
     pub explain: bool,
+    /// `--health` was given (ours; long form only).
+    pub health: bool,
     /// (long name, raw value) of every option given, last occurrence only.
     pub values: Vec<(&'static str, OsString)>,
     /// Stray words that are not options (nccl-tests ignores them).
@@ -192,6 +194,7 @@ where
         help: matches.get_flag("help"),
         dry_run: matches.get_flag("dry-run"),
         explain: matches.get_flag("explain"),
+        health: matches.get_flag("health"),
         ..RawArgs::default()
     };
     for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {

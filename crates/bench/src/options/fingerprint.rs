@@ -47,6 +47,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         locate: _,
         explain: _,
         collectives: _,
+        health: _,
     } = o;
     let roots = match o.roots {
         Roots::All => "all".to_string(),
@@ -94,6 +95,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         format!("-V {}", opt(o.device_cta_count)),
         format!("--dry-run {}", u8::from(o.dry_run)),
         format!("--collectives {}", list(o.collectives.clone())),
+        format!("--health {}", u8::from(o.health.is_some())),
     ];
     // --explain adds one untimed call per size and half on every rank; its table
     // (--explain-sku) and gate are world rank 0's alone.

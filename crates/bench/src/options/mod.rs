@@ -5,10 +5,12 @@
 mod collectives;
 mod explain;
 pub mod fingerprint;
+mod health;
 mod locate;
 mod modes;
 
 pub use explain::ExplainOptions;
+pub use health::HealthOptions;
 pub use locate::{DEFAULT_SIZE_CAP, LocateOptions, window_iters};
 pub use modes::{Average, Blocking, Graph};
 
@@ -103,6 +105,8 @@ pub struct Options {
     /// `--collectives`: the benchmarks this launch runs in turn (names of the benchmark table);
     /// empty: the program's own collective alone.
     pub collectives: Vec<&'static str>,
+    /// `--health` and its files: the check's summary after the last section.
+    pub health: Option<HealthOptions>,
 }
 
 impl Default for Options {
@@ -261,6 +265,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     if raw.help {
         return Err(OptionsError::Help);
     }
+    let raw = &health::with_preset(raw);
     let mut r = Reader {
         raw,
         warnings: Vec::new(),
@@ -345,6 +350,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     let locate = locate::read(&mut r, nthreads, ngpus, max_bytes)?;
     let explain = explain::read(&mut r)?;
     let collectives = collectives::read(&mut r)?;
+    let health = health::read(&mut r)?;
     if !collectives.is_empty() && locate.is_some() {
         return Err(OptionsError::Unsupported(
             "--locate with --collectives is not implemented yet: run --locate in a launch of one collective".into(),
@@ -387,6 +393,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         locate,
         explain,
         collectives,
+        health,
     };
     check_gpus_per_process(&o)?;
     let e_left_out = raw.get("maxbytes").is_none();

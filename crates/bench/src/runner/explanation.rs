@@ -163,6 +163,11 @@ pub struct Conclusion {
     pub gate_failed: bool,
     /// `--explain`'s object in the `-J` JSON document (`nccl_perf_explain`).
     pub json: serde_json::Value,
+    /// The run as explain saw it, and its explanation (for `--health`'s summary).
+    pub explained: (
+        nccl_perf_explain::observed::Run,
+        nccl_perf_explain::Explanation,
+    ),
 }
 
 /// The explanation of `rows` for `program` (`all_reduce_perf`): the hardware read, the rows
@@ -200,6 +205,7 @@ pub fn conclude(rows: &Rows, program: &str) -> Conclusion {
         text,
         gate_failed: failed,
         json,
+        explained: (run, x),
     }
 }
 

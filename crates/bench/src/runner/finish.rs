@@ -2,6 +2,7 @@
 //! `NCCL_TESTS_MIN_BW` verdict, NCCL's last error, the `-M 1` figures), the GPUs torn down, the
 //! footer printed and the `-J` document completed, and the exit code.
 
+use super::explanation::Conclusion;
 use super::output::Output;
 use super::threads::Measured;
 use crate::error::{Result, code};
@@ -9,6 +10,7 @@ use crate::gpu::Gpu;
 use crate::gpu::nccl::Nccl;
 use crate::report::split::{self, SplitGroup};
 use crate::report::{Summary, table};
+use nccl_perf_explain::health::Check;
 use std::ops::Not;
 
 /// Runs the finish phase; returns the exit code of a run that reached its footer.
@@ -29,25 +31,54 @@ pub(super) fn finish_section(
     nccl: &Nccl,
     mut measured: Measured,
     out: &mut Output,
-) -> (u8, Vec<Gpu>) {
-    let (explained, gate_failed) = explain(out);
+    health: Option<f64>,
+) -> Section {
+    let conclusion = conclusion(out);
+    let (explained, gate_failed) = conclusion
+        .as_ref()
+        .map_or((String::new(), false), |c| (c.text.clone(), c.gate_failed));
     let (summary, code) = summarize(nccl, &measured, out);
     footer(out, &summary, std::mem::take(&mut measured.split_groups));
     out.print(&explained);
-    (with_gate(code, gate_failed), measured.gpus)
+    // `--health` judges the section by the threshold alone, not by `--explain-gate`.
+    let check = health.zip(conclusion).map(|(threshold, c)| {
+        let (run, x) = &c.explained;
+        Check::of(run, x, summary.oob_errors, threshold)
+    });
+    Section {
+        code: if health.is_some() {
+            code
+        } else {
+            with_gate(code, gate_failed)
+        },
+        gpus: measured.gpus,
+        check,
+    }
+}
+
+/// What a section of a `--collectives` run ends with.
+pub(super) struct Section {
+    /// Its exit code.
+    pub code: u8,
+    /// The GPUs, for the next section.
+    pub gpus: Vec<Gpu>,
+    /// With `--health`, at world rank 0: its check.
+    pub check: Option<Check>,
 }
 
 /// After the table, at world rank 0 with `--explain`: the explanation (returned, printed after
 /// the footer) recorded in the JSON document; `true` in the second place when `--explain-gate`
 /// fails.
 fn explain(out: &mut Output) -> (String, bool) {
+    conclusion(out).map_or((String::new(), false), |c| (c.text, c.gate_failed))
+}
+
+/// The explanation of the run (world rank 0 with `--explain`), recorded in the JSON document.
+fn conclusion(out: &mut Output) -> Option<Conclusion> {
     let program = out.info().program.clone();
-    let Some(rows) = out.explained() else {
-        return (String::new(), false);
-    };
-    let c = super::explanation::conclude(rows, &program);
-    out.set_explain_json(c.json);
-    (c.text, c.gate_failed)
+    let c = super::explanation::conclude(out.explained()?, &program);
+    out.set_explain_json(c.json.clone());
+    Some(c)
 }
 
 /// The exit code with `--explain-gate`'s verdict: 7 when it failed (and nothing else did).

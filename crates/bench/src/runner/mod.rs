@@ -33,6 +33,7 @@ mod explanation;
 mod fake_job;
 mod fault;
 mod finish;
+mod health;
 pub mod interrupt;
 mod locate;
 mod output;
@@ -77,7 +78,7 @@ pub fn run_benchmark(
     start::start(opts, program, &sections, args, |started| match started {
         Started::DryRun(boot) => dry_run::check_and_plan(opts, colls, program, boot),
         Started::Run(boot, outs) => match (colls, outs) {
-            ([coll], [out]) => benchmark(opts, *coll, boot, out),
+            ([coll], [out]) if opts.health.is_none() => benchmark(opts, *coll, boot, out),
             (colls, outs) => sections::run(opts, colls, boot, outs),
         },
     })

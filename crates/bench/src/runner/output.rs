@@ -150,6 +150,7 @@ pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
         locate: _,
         explain: _,
         collectives: _,
+        health: _,
     } = o;
     RunInfo {
         program: program.to_string(),

@@ -5,11 +5,11 @@
 //! collective's buffers exceed, kernels), and each section then plans, measures and finishes on
 //! them, printing exactly what its own program prints: head (version line, header, device
 //! lines), table, footer. The GPUs are torn down after the last section; the exit code is the
-//! worst of the sections'.
+//! worst of the sections'. With `--health`, `health.rs` sums the sections up after the last.
 
 use super::discover::{self, Inventory};
 use super::output::Output;
-use super::{finish, plan, setup, threads};
+use super::{finish, health, plan, setup, threads};
 use crate::bootstrap::Bootstrap;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
@@ -54,18 +54,25 @@ pub(super) fn run(
     }
     let mut gpus: Option<Vec<Gpu>> = None;
     let mut worst = 0;
+    let mut checks = Vec::new();
     for (i, (coll, out)) in colls.iter().zip(outs.iter_mut()).enumerate() {
         if i > 0 {
             out.open();
             discover::print_head(&found, out)?;
         }
-        let (code, kept) = section(*coll, boot, &found, out, gpus.take())?;
-        worst = worst.max(code);
-        gpus = Some(kept);
+        let ended = section(*coll, boot, &found, out, gpus.take())?;
+        worst = worst.max(ended.code);
+        gpus = Some(ended.gpus);
+        checks.extend(ended.check);
     }
     crate::gpu::rank::destroy_all(gpus.unwrap_or_default())?;
     crate::host::trace("teardown done");
-    Ok(worst)
+    match (&opts.health, outs.last_mut()) {
+        (Some(h), Some(out)) if out.printing() => {
+            Ok(worst.max(health::conclude(h, &found, checks, out)))
+        }
+        _ => Ok(worst),
+    }
 }
 
 /// One section after its head: plan, set up (the first) or reuse the GPUs, measure, finish;
@@ -76,7 +83,7 @@ fn section(
     found: &Inventory,
     out: &mut Output,
     gpus: Option<Vec<Gpu>>,
-) -> Result<(u8, Vec<Gpu>)> {
+) -> Result<finish::Section> {
     let first = gpus.is_none();
     let plan = plan::plan_with(coll, boot, found, out, first)?;
     let ready = match gpus {
@@ -84,7 +91,12 @@ fn section(
         Some(g) => setup::reuse(found, &plan, g),
     };
     let measured = threads::measure(coll, boot, found, &plan, ready, out)?;
-    Ok(finish::finish_section(found.nccl, measured, out))
+    let threshold = found
+        .options
+        .health
+        .as_ref()
+        .map(|_| health::threshold(&found.options));
+    Ok(finish::finish_section(found.nccl, measured, out, threshold))
 }
 
 #[cfg(test)]

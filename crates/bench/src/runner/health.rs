@@ -1,0 +1,63 @@
+//! `--health`'s summary after the last section (world rank 0): one `# health:` line per
+//! collective and the overall verdict on stdout, the JSON and Prometheus files, and the exit
+//! code it adds (7 when a collective is slow or has wrong data).
+
+use super::discover::Inventory;
+use super::output::Output;
+use crate::error::code;
+use crate::options::{HealthOptions, Options};
+use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
+use std::path::Path;
+
+/// The percentage of the expected busbw below which a collective is slow: `--explain-gate`'s
+/// when given, else 90.
+pub(super) fn threshold(opts: &Options) -> f64 {
+    opts.explain
+        .as_ref()
+        .and_then(|x| x.gate)
+        .unwrap_or(DEFAULT_THRESHOLD)
+}
+
+/// Prints the summary of `checks` after the last section and writes its files; returns the
+/// exit code it gives (0, or 7 when one collective is slow or has wrong data). A file that
+/// cannot be written is said on stderr and makes the exit code 7 too, so that automation does
+/// not read an old file as this check's.
+pub(super) fn conclude(
+    h: &HealthOptions,
+    found: &Inventory,
+    checks: Vec<Check>,
+    out: &mut Output,
+) -> u8 {
+    let gpu = found.device_infos.first().map_or("", |d| d.name.as_str());
+    let summary = Health::new(
+        checks,
+        threshold(&found.options),
+        &crate::host::short_hostname(),
+        gpu,
+    );
+    out.print(&summary.text());
+    let mut written = true;
+    let mut write = |path: &Option<std::path::PathBuf>, text: String| {
+        if let Some(p) = path
+            && let Err(e) = write_file(p, &text)
+        {
+            crate::eline!("{}: cannot write {}: {e}", out.info().program, p.display());
+            written = false;
+        }
+    };
+    write(&h.json, format!("{}\n", summary.json()));
+    write(&h.prom, summary.prometheus());
+    match (summary.verdict, written) {
+        (Verdict::Slow | Verdict::Wrong, _) | (_, false) => code::NUM_RESULTS,
+        _ => code::OK,
+    }
+}
+
+/// Writes `text` to `path` through a temporary file beside it, renamed over it: a reader (the
+/// textfile collector) never sees half a file.
+fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
