@@ -110,6 +110,16 @@ fn the_health_preset_fills_in_what_the_command_line_leaves_out() {
         out.contains("sendrecv_perf\n") && !out.contains("all_gather_perf"),
         "{out}"
     );
+    // A file that cannot be written stops the run before any GPU work, as -J's does.
+    let r = all_reduce(&["--health", "--health-prom", "/nonexistent-folder/node.prom"]);
+    let (out, err) = text(&r);
+    assert_eq!(r.status.code(), Some(255), "{out}{err}");
+    assert!(
+        err.starts_with(
+            "--health-prom /nonexistent-folder/node.prom: cannot create the output file ("
+        ),
+        "{err}"
+    );
     for o in ["--health-json", "--health-prom"] {
         let r = all_reduce(&[o, "h.out"]);
         let (_, err) = text(&r);

@@ -82,6 +82,21 @@ fn guarded(
     #[cfg(not(feature = "test-hooks"))]
     let _ = program;
     let output = opts.output_file.as_ref().filter(|_| boot.world_rank() == 0);
+    // --health's files are written after the last section: a folder that cannot take them
+    // ends the run now, as -J's does.
+    if let Some(h) = opts.health.as_ref().filter(|_| boot.world_rank() == 0) {
+        for (option, path) in [("--health-json", &h.json), ("--health-prom", &h.prom)] {
+            if let Some(p) = path {
+                output::check_target(p).map_err(|e| match e {
+                    Error::Usage(m) => Error::Usage(
+                        m.replacen("-J ", &format!("{option} "), 1)
+                            .replace("leave out -J", &format!("leave out {option}")),
+                    ),
+                    e => e,
+                })?;
+            }
+        }
+    }
     if opts.dry_run {
         if let Some(o) = output {
             output::check_target(&o.path)?;
