@@ -10,6 +10,7 @@
 //! handles (`mpi.rs`, the one module allowed `unsafe_code`).
 
 mod auth;
+mod engine;
 mod error;
 pub mod fingerprint;
 mod launch;
@@ -142,6 +143,25 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
         Launch::Tcp(t) => {
             let color = split_color(&env, t.rank)?;
             Ok(Box::new(tcp::TcpBootstrap::connect(&t, color, run)?))
+        }
+        Launch::Engine(e) => {
+            let deadline = std::time::Instant::now() + e.base.timeout;
+            let mut wire = match engine::open(e.kind, &env, deadline) {
+                Ok(w) => w,
+                // The engine's library is not there but the launcher's variables say where
+                // to meet (Slurm's node list): meet as without an engine.
+                Err(err) if engine::unavailable(&err) && e.fallback.is_some() => {
+                    let t = e.fallback.clone().unwrap_or_else(|| e.base.clone());
+                    let color = split_color(&env, t.rank)?;
+                    return Ok(Box::new(tcp::TcpBootstrap::connect(&t, color, run)?));
+                }
+                Err(err) => return Err(err),
+            };
+            let formed = engine::form(wire.as_mut(), &e.base)?;
+            let color = split_color(&env, formed.launch.rank)?;
+            Ok(Box::new(tcp::TcpBootstrap::connect_formed(
+                formed, color, run,
+            )?))
         }
     }
 }
