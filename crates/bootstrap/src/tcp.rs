@@ -509,8 +509,13 @@ impl Bootstrap for TcpBootstrap {
         if self.size <= 1 {
             return format!("{} (1 process, no rendezvous needed)", self.launcher);
         }
+        // A job formed through the launcher's wire-up (engine/) says so.
+        let how = match self.launcher {
+            "PMIx" | "PMI-1" => "wire-up",
+            _ => "environment",
+        };
         format!(
-            "{} environment, TCP rendezvous at {} (timeout {})",
+            "{} {how}, TCP rendezvous at {} (timeout {})",
             self.launcher,
             self.address,
             secs(self.timeout)
