@@ -124,6 +124,19 @@ fn mpiexec_hydra_sixteen_processes_meet_through_pmi1() {
 }
 
 #[test]
+fn mpiexec_hydra_pmi_port_model_meets_through_pmi1() {
+    // PMI_PORT=host:port and PMI_ID instead of an inherited socket: the process connects and
+    // says who it is; rank and size come from the launcher's answer.
+    if have("mpiexec.hydra", "mpich") {
+        one_plan(
+            &run(&["mpiexec.hydra", "-pmi-port", "-n"], 4, &[], &[]),
+            4,
+            "PMI-1",
+        );
+    }
+}
+
+#[test]
 fn a_missing_pmix_library_is_one_line_naming_what_to_set() {
     if !have("mpirun", "openmpi-bin") {
         return;

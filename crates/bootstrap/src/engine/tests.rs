@@ -5,6 +5,7 @@ use super::*;
 use crate::launch::{Launch, detect};
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
 
 fn detect_with(vars: &[(&str, &str)], mpi_built: bool) -> Result<Launch> {
     let map: HashMap<String, String> = vars
@@ -210,4 +211,80 @@ fn formation_hands_rank_zeros_port_and_token_to_everyone() {
         assert_eq!(f.launch.secret, formed[0].0.launch.secret);
         assert_eq!(f.listeners.is_some(), rank == 0);
     }
+}
+
+fn open_error(vars: &[(&str, &str)], kind: Kind) -> String {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let env = |k: &str| map.get(k).cloned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    match open(kind, &env, deadline) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("{vars:?} opened"),
+    }
+}
+
+#[test]
+fn hostile_engine_variables_are_one_line_errors() {
+    for (vars, want) in [
+        (
+            vec![("PMI_FD", "abc")],
+            "PMI_FD='abc' is not a file descriptor",
+        ),
+        (vec![("PMI_FD", "987654")], "not an open file descriptor"),
+        (
+            vec![("PMI_FD", "0"), ("PMI_RANK", "x")],
+            "PMI_RANK='x' is not a number",
+        ),
+        (vec![("PMI_PORT", "nohost")], "PMI_PORT"),
+        (
+            vec![("PMI_PORT", "127.0.0.1:1")],
+            "cannot connect to PMI_PORT=127.0.0.1:1",
+        ),
+    ] {
+        let e = open_error(&vars, Kind::Pmi1);
+        assert!(e.contains(want) && !e.contains('\n'), "{vars:?}: {e}");
+    }
+    let e = open_error(
+        &[
+            ("PMIX_RANK", "0"),
+            ("NCCL_PERF_PMIX_LIB", "/nonexistent/libpmix.so.2"),
+        ],
+        Kind::Pmix,
+    );
+    assert!(unavailable(&Error::Launch(e.clone())), "{e}");
+    assert!(
+        e.starts_with(
+            "PMIX_RANK is set but libpmix.so.2 was not found (/nonexistent/libpmix.so.2)"
+        ) && e.contains("NCCL_PERF_PMIX_LIB=")
+            && e.contains("NCCL_PERF_RENDEZVOUS="),
+        "{e}"
+    );
+    let e = open_error(
+        &[("PMIX_RANK", "0"), ("NCCL_PERF_PMIX_LIB", "libc.so.6")],
+        Kind::Pmix,
+    );
+    assert!(e.contains("has no PMIx_Init"), "{e}");
+}
+
+#[test]
+fn the_pmix_library_is_looked_for_beside_mpirun_and_opal_prefix() {
+    let env = |k: &str| match k {
+        "OPAL_PREFIX" => Some("/opt/ompi".to_string()),
+        "PATH" => Some("/nonexistent:/usr/bin".to_string()),
+        _ => None,
+    };
+    let places = crate::engine::pmix::library_places(&env);
+    assert_eq!(places[0], std::path::PathBuf::from("libpmix.so.2"));
+    assert!(
+        places.contains(&"/opt/ompi/lib/libpmix.so.2".into()),
+        "{places:?}"
+    );
+    let only = |k: &str| (k == "NCCL_PERF_PMIX_LIB").then(|| "/x/libpmix.so.2".to_string());
+    assert_eq!(
+        crate::engine::pmix::library_places(&only),
+        vec![std::path::PathBuf::from("/x/libpmix.so.2")]
+    );
 }

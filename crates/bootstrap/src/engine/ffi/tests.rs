@@ -89,3 +89,31 @@ fn rust_and_c_agree_on_the_pmix_layouts() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn only_an_open_socket_is_taken_over() {
+    use std::os::fd::IntoRawFd;
+    let e = super::adopt_socket(-1).unwrap_err();
+    assert!(e.contains("not a file descriptor"), "{e}");
+    let e = super::adopt_socket(987_654).unwrap_err();
+    assert!(e.contains("not an open file descriptor"), "{e}");
+    let f = std::fs::File::open("/proc/self/status").unwrap();
+    let e = super::adopt_socket(std::os::fd::AsRawFd::as_raw_fd(&f)).unwrap_err();
+    assert!(e.contains("not a socket"), "{e}");
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    // Ownership passes to adopt_socket, which closes it when the OwnedFd drops.
+    assert!(super::adopt_socket(a.into_raw_fd()).is_ok());
+}
+
+#[test]
+fn a_library_that_is_not_pmix_is_named() {
+    // libc is everywhere and has no PMIx_Init.
+    match super::Pmix::open(std::path::Path::new("libc.so.6")) {
+        Err(e) => assert!(e.contains("has no PMIx_Init"), "{e}"),
+        Ok(_) => panic!("libc taken for PMIx"),
+    }
+    match super::Pmix::open(std::path::Path::new("/nonexistent/libpmix.so.2")) {
+        Err(e) => assert!(e.contains("cannot open /nonexistent/libpmix.so.2"), "{e}"),
+        Ok(_) => panic!("a missing file opened"),
+    }
+}
