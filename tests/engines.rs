@@ -187,3 +187,63 @@ fn the_users_rendezvous_and_forced_modes_still_win() {
         "{err}"
     );
 }
+
+/// An MPMD launch whose second program never reaches the engine's fence: the benchmark stops
+/// by its bootstrap timeout with one line naming the engine, exit 4.
+fn a_process_that_never_arrives(launcher: &str, np: &str, engine: &str) {
+    let mut c = Command::new("timeout");
+    c.args(["60", launcher]);
+    if launcher == "mpirun" {
+        c.args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-x",
+            "NCCL_PERF_BOOTSTRAP_TIMEOUT",
+        ]);
+    }
+    c.args([np, "1"])
+        .args(programs::program_words(BIN))
+        .args([
+            "--dry-run",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            ":",
+            np,
+            "1",
+            "sleep",
+            "6",
+        ])
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "2")
+        .env_remove("NCCL_PERF_BOOTSTRAP")
+        .env_remove("NCCL_PERF_RENDEZVOUS")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let o = c.output().expect("the launcher runs");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(4), "{out}{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("timed out"))
+        .unwrap_or_else(|| panic!("{out}{err}"));
+    assert!(
+        line.contains(engine) && line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"),
+        "{line}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
+    if have("mpirun", "openmpi-bin") {
+        a_process_that_never_arrives("mpirun", "-np", "PMIx (namespace");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
+    if have("mpiexec.hydra", "mpich") {
+        a_process_that_never_arrives("mpiexec.hydra", "-n", "PMI-1 (PMI_FD=");
+    }
+}

@@ -96,7 +96,12 @@ pub trait Engine {
     fn finalize(&mut self) -> Result<()>;
     /// Asks the launcher to end the whole job with `code`.
     fn abort(&mut self, code: i32, msg: &str);
+    /// Gives the waits from now on at least `d` more (a goodbye after the deadline ran out).
+    fn grace(&mut self, d: Duration);
 }
+
+/// How long a goodbye (finalize, abort) may take after a failure.
+const GOODBYE: Duration = Duration::from_secs(1);
 
 /// Whether `err` says only that the engine's library is not installed (then a launcher's own
 /// variables may still do).
@@ -269,13 +274,18 @@ pub struct Formed {
 /// also on failure (the caller reports the error and exits), or aborted where it cannot be.
 pub fn form(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
     let r = form_inner(engine, base);
+    if r.is_err() {
+        engine.grace(GOODBYE);
+    }
     match (r, engine.finalize()) {
         (Ok(f), Ok(())) => Ok(f),
         (Ok(_), Err(e)) => Err(e),
         (Err(e), Ok(())) => Err(e),
-        // The engine is broken past a clean goodbye: ask the launcher to end the job, so that
-        // nobody waits for this process.
+        // The engine is past a clean goodbye: ask the launcher to end the job, so that nobody
+        // waits for this process. The launcher may kill this process at once: say why first.
         (Err(e), Err(_)) => {
+            nccl_perf_facts::eline!("{}: {e}", crate::local::short_hostname());
+            engine.grace(GOODBYE);
             engine.abort(1, &e.to_string());
             Err(e)
         }

@@ -10,7 +10,7 @@
 use super::{Conn, Engine};
 use crate::error::{Error, Result};
 use std::io::{ErrorKind, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The longest reply line read (PMI-1's values are at most a few kilobytes).
 pub const MAX_LINE: usize = 16 * 1024;
@@ -321,6 +321,9 @@ impl Engine for Pmi1 {
             return Ok(());
         }
         self.ask("cmd=finalize", "finalize_ack").map(|_| ())
+    }
+    fn grace(&mut self, d: Duration) {
+        self.deadline = self.deadline.max(Instant::now() + d);
     }
     fn abort(&mut self, code: i32, msg: &str) {
         if std::mem::replace(&mut self.done, true) {

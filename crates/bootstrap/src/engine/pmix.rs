@@ -202,6 +202,9 @@ impl Engine for PmixEngine {
         }
         self.call("PMIx_Finalize", |l| l.finalize())
     }
+    fn grace(&mut self, d: std::time::Duration) {
+        self.deadline = self.deadline.max(Instant::now() + d);
+    }
     fn abort(&mut self, code: i32, msg: &str) {
         if std::mem::replace(&mut self.done, true) {
             return;

@@ -169,6 +169,7 @@ impl Engine for Fake {
     fn abort(&mut self, _code: i32, _msg: &str) {
         self.log.push("abort");
     }
+    fn grace(&mut self, _d: Duration) {}
 }
 
 #[test]
@@ -287,4 +288,106 @@ fn the_pmix_library_is_looked_for_beside_mpirun_and_opal_prefix() {
         crate::engine::pmix::library_places(&only),
         vec![std::path::PathBuf::from("/x/libpmix.so.2")]
     );
+}
+
+#[test]
+fn rank_zero_that_cannot_listen_tells_everyone_why() {
+    let mut base = engine_of(HYDRA, false).base;
+    // An address no host here has (TEST-NET-1): binding fails.
+    base.bind = Some("192.0.2.1".parse().unwrap());
+    let kvs = Arc::new(Mutex::new(HashMap::new()));
+    let fence = Arc::new(Barrier::new(2));
+    let errors: Vec<(String, Vec<&str>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|rank| {
+                let (kvs, fence, base) = (kvs.clone(), fence.clone(), base.clone());
+                s.spawn(move || {
+                    let mut f = Fake {
+                        rank,
+                        size: 2,
+                        kvs,
+                        fence,
+                        log: Vec::new(),
+                    };
+                    let e = form(&mut f, &base)
+                        .err()
+                        .expect("formed without a listener");
+                    (e.to_string(), f.log)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        errors[0].0.contains("rank 0 could not listen on 192.0.2.1"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].0.contains(
+            "rank 0's rendezvous: rank 0 could not listen: rank 0 could not listen on 192.0.2.1"
+        ),
+        "{errors:?}"
+    );
+    // A clean goodbye on both sides.
+    assert!(errors.iter().all(|(_, log)| log == &vec!["finalize"]));
+}
+
+/// An engine whose every step fails: formation ends with its error and, the goodbye failing
+/// too, an abort.
+struct Broken(Vec<&'static str>);
+
+impl Engine for Broken {
+    fn name(&self) -> String {
+        "PMI-1 (broken)".into()
+    }
+    fn rank(&self) -> usize {
+        1
+    }
+    fn size(&self) -> usize {
+        2
+    }
+    fn job(&self) -> String {
+        "pmi:x".into()
+    }
+    fn put(&mut self, _: &str, _: &[u8]) -> Result<()> {
+        Err(Error::Internal("put".into()))
+    }
+    fn fence(&mut self) -> Result<()> {
+        Err(Error::Peers {
+            msg: "fence".into(),
+            timed_out: true,
+            lost: Vec::new(),
+        })
+    }
+    fn get(&mut self, _: usize, _: &str) -> Result<Vec<u8>> {
+        Err(Error::Internal("get".into()))
+    }
+    fn finalize(&mut self) -> Result<()> {
+        self.0.push("finalize");
+        Err(Error::Internal("finalize".into()))
+    }
+    fn abort(&mut self, _: i32, _: &str) {
+        self.0.push("abort");
+    }
+    fn grace(&mut self, _: Duration) {
+        self.0.push("grace");
+    }
+}
+
+#[test]
+fn a_broken_engine_is_finalized_then_aborted_and_its_error_kept() {
+    let base = engine_of(HYDRA, false).base;
+    let mut b = Broken(Vec::new());
+    let e = form(&mut b, &base).err().unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::Peers {
+                timed_out: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(b.0, ["grace", "finalize", "grace", "abort"]);
 }
