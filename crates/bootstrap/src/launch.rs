@@ -8,7 +8,6 @@
 //! else a single process.
 
 use super::auth::Secret;
-use super::engine::{EngineLaunch, Kind};
 use super::nodelist;
 use crate::error::{Error, Result};
 use nccl_perf_facts::environment::{
@@ -17,6 +16,9 @@ use nccl_perf_facts::environment::{
 };
 use std::net::IpAddr;
 use std::time::Duration;
+
+mod wire_up;
+pub use wire_up::{EngineLaunch, Kind, env_local_rank};
 
 /// Reads one environment variable (`None` when unset or not UTF-8).
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -167,7 +169,7 @@ fn engine_launch(
         launcher: if kind == Kind::Pmi1 { "PMI-1" } else { "PMIx" },
         rank: 0,
         size: 0,
-        local_rank: super::engine::env_local_rank(env),
+        local_rank: env_local_rank(env),
         host: String::new(),
         port: 0,
         expected_hosts: None,

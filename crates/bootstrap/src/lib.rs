@@ -160,7 +160,11 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
             let formed = engine::form(wire.as_mut(), &e.base)?;
             let color = split_color(&env, formed.launch.rank)?;
             Ok(Box::new(tcp::TcpBootstrap::connect_formed(
-                formed, color, run,
+                &formed.launch,
+                formed.listeners,
+                formed.addrs,
+                color,
+                run,
             )?))
         }
     }

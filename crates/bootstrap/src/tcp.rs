@@ -134,12 +134,14 @@ impl TcpBootstrap {
     /// Meets the other processes of a job formed through a launcher's engine
     /// (`engine::form`): rank 0 on the sockets it already listens on, the others at what its
     /// host name resolves to and then at the interface addresses it published.
+    /// `listeners`: rank 0's, already listening; `extra`: rank 0's published addresses.
     pub fn connect_formed(
-        formed: crate::engine::Formed,
+        launch: &TcpLaunch,
+        listeners: Option<Vec<std::net::TcpListener>>,
+        extra: Vec<std::net::IpAddr>,
         color: i64,
         run: &Fingerprint,
     ) -> Result<TcpBootstrap> {
-        let extra = formed.addrs;
         let resolve = move |host: &str, port: u16| -> std::io::Result<Vec<std::net::SocketAddr>> {
             let mut out = join::resolve(host, port).unwrap_or_default();
             for ip in &extra {
@@ -153,7 +155,7 @@ impl TcpBootstrap {
             }
             Ok(out)
         };
-        Self::connect_via(&formed.launch, color, run, &resolve, formed.listeners)
+        Self::connect_via(launch, color, run, &resolve, listeners)
     }
 
     /// [`TcpBootstrap::connect`], the others finding rank 0's addresses with `resolve`.

@@ -12,47 +12,12 @@ mod pmi1;
 mod pmix;
 
 use crate::error::{Error, Result};
+pub use crate::launch::Kind;
 use crate::launch::{Env, TcpLaunch};
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
-
-/// Which engine a launch uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// The PMI-1 wire protocol (`PMI_FD` or `PMI_PORT`).
-    Pmi1,
-    /// PMIx through `libpmix.so.2` (`PMIX_RANK`, `PMIX_NAMESPACE`).
-    Pmix,
-}
-
-impl Kind {
-    /// The engine the environment offers, PMIx first (Open MPI's mpirun and Slurm's
-    /// `--mpi=pmix` set no PMI-1 variables; a launcher that sets both serves both).
-    pub fn from_env(env: Env) -> Option<Kind> {
-        if env("PMIX_RANK").is_some() && env("PMIX_NAMESPACE").is_some() {
-            Some(Kind::Pmix)
-        } else if env("PMI_FD").is_some() || env("PMI_PORT").is_some() {
-            Some(Kind::Pmi1)
-        } else {
-            None
-        }
-    }
-}
-
-/// A launch that starts through an engine.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineLaunch {
-    /// The engine.
-    pub kind: Kind,
-    /// The rendezvous settings rank, size, address and job identity are filled in from the
-    /// engine (`launcher`, `secret`, `bind`, `timeout`, `silence`, `local_rank` come from here).
-    pub base: TcpLaunch,
-    /// The launcher's own way to meet (Slurm's node list and derived port), used when the
-    /// engine's library is not there.
-    pub fallback: Option<TcpLaunch>,
-}
 
 /// A connected stream with a bound on every read and write.
 pub trait Conn: Read + Write + Send {
@@ -388,18 +353,6 @@ fn own_addresses(bind: Option<IpAddr>) -> Vec<IpAddr> {
     }
     out.truncate(8);
     out
-}
-
-/// The local rank the launcher's environment gives, if any.
-pub fn env_local_rank(env: Env) -> Option<usize> {
-    [
-        "OMPI_COMM_WORLD_LOCAL_RANK",
-        "MPI_LOCALRANKID",
-        "SLURM_LOCALID",
-        "PMI_LOCAL_RANK",
-    ]
-    .iter()
-    .find_map(|v| env(v)?.trim().parse().ok())
 }
 
 #[cfg(test)]

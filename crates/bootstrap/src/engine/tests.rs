@@ -2,7 +2,7 @@
 //! fake engine shared by two threads.
 
 use super::*;
-use crate::launch::{Launch, detect};
+use crate::launch::{EngineLaunch, Launch, detect};
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
