@@ -15,6 +15,7 @@
 #   mpi-pmix      the MPI build under srun --mpi=pmix meets through MPI
 #   default-pmi2  the default build under srun --mpi=pmi2 meets through Slurm's PMI-1 wire-up
 #   default-pmix  the default build under srun --mpi=pmix meets through PMIx (libpmix.so.2)
+#   pmix-nolib    the same with NCCL_PERF_PMIX_LIB naming no file: Slurm's variables instead
 #   sbatch        examples/slurm/all_reduce_env.sbatch (one node, a task per CPU up to 4, no
 #                 GPUs asked of Slurm): its
 #                 dry run forms the job, its real run stops with exit 2 (no GPU here)
@@ -179,6 +180,14 @@ if bounded srun --mpi=pmix -n 4 --overcommit "$default_bin/all_reduce_perf" "${n
   pass default-pmix
 else
   fail default-pmix "$(cat "$out" "$err")"
+fi
+
+if NCCL_PERF_PMIX_LIB=/nonexistent/libpmix.so.2 bounded srun --mpi=pmix -n 4 --overcommit \
+  "$default_bin/all_reduce_perf" "${nebius[@]}" --dry-run >"$out" 2>"$err" &&
+  plan_ok 4 "slurm environment"; then
+  pass pmix-nolib
+else
+  fail pmix-nolib "$(cat "$out" "$err")"
 fi
 
 # The example job script, on one node with one task per CPU, at most 4 (sbatch refuses more

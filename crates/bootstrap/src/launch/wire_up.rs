@@ -35,7 +35,7 @@ pub struct EngineLaunch {
     /// engine (`launcher`, `secret`, `bind`, `timeout`, `silence`, `local_rank` come from here).
     pub base: TcpLaunch,
     /// The launcher's own way to meet (Slurm's node list and derived port), used when the
-    /// engine's library is not there.
+    /// engine cannot be opened (its library is not there, or it does not start).
     pub fallback: Option<TcpLaunch>,
 }
 
@@ -45,7 +45,6 @@ pub fn env_local_rank(env: Env) -> Option<usize> {
         "OMPI_COMM_WORLD_LOCAL_RANK",
         "MPI_LOCALRANKID",
         "SLURM_LOCALID",
-        "PMI_LOCAL_RANK",
     ]
     .iter()
     .find_map(|v| env(v)?.trim().parse().ok())
