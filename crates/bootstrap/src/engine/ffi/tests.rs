@@ -27,6 +27,11 @@ _Static_assert(PMIX_GLOBAL == 3 && PMIX_RANK_WILDCARD == UINT32_MAX - 1, "scope,
 /// A folder holding `pmix_common.h`.
 fn header_dir() -> Option<PathBuf> {
     let mut places: Vec<PathBuf> = vec!["/usr/include".into(), "/usr/local/include".into()];
+    // Debian's multiarch folders by name too: under qemu-user (ci/arm64.sh) a listing of
+    // /usr/lib shows the target's sysroot, not the host's headers.
+    for arch in ["x86_64", "aarch64"] {
+        places.push(format!("/usr/lib/{arch}-linux-gnu/pmix2/include").into());
+    }
     if let Ok(rd) = std::fs::read_dir("/usr/lib") {
         for e in rd.flatten() {
             places.push(e.path().join("pmix2/include"));
