@@ -171,7 +171,8 @@ fn engine_launch(
         size: 0,
         local_rank: env_local_rank(env),
         host: String::new(),
-        port: 0,
+        // Where rank 0 listens: NCCL_PERF_RENDEZVOUS_PORT, else a port the system picks.
+        port: port_var(env, RENDEZVOUS_PORT.name)?.unwrap_or(0),
         expected_hosts: None,
         job: String::new(),
         secret,

@@ -89,7 +89,7 @@ pub const PMIX_LIB: Variable = user(
 /// `NCCL_PERF_RENDEZVOUS_PORT`.
 pub const RENDEZVOUS_PORT: Variable = user(
     "NCCL_PERF_RENDEZVOUS_PORT",
-    "Port of the rendezvous at rank 0's launcher address (Slurm default: derived from the job and step ids).",
+    "Port of the rendezvous at rank 0's launcher address (Slurm default: derived from the job and step ids; under a launcher's PMI/PMIx wire-up: a port the system picks).",
 );
 /// `NCCL_PERF_RENDEZVOUS_BIND`.
 pub const RENDEZVOUS_BIND: Variable = user(

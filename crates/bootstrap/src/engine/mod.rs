@@ -277,7 +277,7 @@ fn form_inner(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
     }
     let mut listeners = None;
     let published = if rank == 0 {
-        match crate::tcp::listen_any_port(base.bind) {
+        match crate::tcp::listen_any_port(base.bind, base.port) {
             Ok((ls, port)) => {
                 let token =
                     pmi1::hex(&crate::auth::nonce().map_err(|e| Error::Internal(e.to_string()))?);

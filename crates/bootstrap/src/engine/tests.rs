@@ -175,6 +175,7 @@ impl Engine for Fake {
 #[test]
 fn formation_hands_rank_zeros_port_and_token_to_everyone() {
     let base = engine_of(HYDRA, false).base;
+    assert_eq!(base.port, 0, "a port the system picks");
     let kvs = Arc::new(Mutex::new(HashMap::new()));
     let fence = Arc::new(Barrier::new(3));
     let formed: Vec<(Formed, Vec<&str>)> = std::thread::scope(|s| {
@@ -200,6 +201,7 @@ fn formation_hands_rank_zeros_port_and_token_to_everyone() {
         .local_addr()
         .unwrap()
         .port();
+    assert_ne!(port, 0);
     for (rank, (f, log)) in formed.iter().enumerate() {
         assert_eq!(log, &vec!["finalize"]);
         assert_eq!(
@@ -390,4 +392,39 @@ fn a_broken_engine_is_finalized_then_aborted_and_its_error_kept() {
         "{e:?}"
     );
     assert_eq!(b.0, ["grace", "finalize", "grace", "abort"]);
+}
+
+#[test]
+fn the_users_port_is_where_rank_zero_listens() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let mut v = HYDRA.to_vec();
+    let p = port.to_string();
+    v.push(("NCCL_PERF_RENDEZVOUS_PORT", &p));
+    v.push(("NCCL_PERF_RENDEZVOUS_BIND", "127.0.0.1"));
+    let base = engine_of(&v, false).base;
+    assert_eq!(base.port, port);
+    let kvs = Arc::new(Mutex::new(HashMap::new()));
+    let mut f = Fake {
+        rank: 0,
+        size: 2,
+        kvs: kvs.clone(),
+        fence: Arc::new(Barrier::new(1)),
+        log: Vec::new(),
+    };
+    let formed = form(&mut f, &base).unwrap();
+    assert_eq!(formed.launch.port, port);
+    let l = &formed.listeners.unwrap()[0];
+    assert_eq!(
+        l.local_addr().unwrap(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], port))
+    );
+    // What it published says so, with the bound address.
+    let rec = String::from_utf8(kvs.lock().unwrap()[&(0, KEY.to_string())].clone()).unwrap();
+    let p = Published::decode(&rec).unwrap();
+    assert_eq!(
+        (p.port, p.addrs.clone()),
+        (port, vec!["127.0.0.1".parse().unwrap()])
+    );
 }

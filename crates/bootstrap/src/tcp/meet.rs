@@ -535,10 +535,11 @@ fn listen(launch: &TcpLaunch) -> Result<Vec<TcpListener>> {
 }
 
 /// Rank 0's sockets for a job formed through an engine: on `bind` (else every IPv4 address) at
-/// a port the system picks, which no other job holds, and on IPv6's every address at the same
-/// port where it can be had (skipped otherwise). Returns them and the port.
-pub(crate) fn listen_any_port(bind: Option<IpAddr>) -> Result<(Vec<TcpListener>, u16)> {
-    let first = SocketAddr::new(bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), 0);
+/// `port`, or where it is 0 at a port the system picks, which no other job holds, and on IPv6's
+/// every address at the same port where it can be had (skipped otherwise). Returns them and
+/// the port.
+pub(crate) fn listen_any_port(bind: Option<IpAddr>, port: u16) -> Result<(Vec<TcpListener>, u16)> {
+    let first = SocketAddr::new(bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), port);
     let l = bind_listener(first).map_err(|e| cannot_listen(first, &e))?;
     let port = l
         .local_addr()
