@@ -13,6 +13,9 @@
 #                 need pyxis): 8 tasks on the node form one job of 8 ranks (default build)
 #   mpi-plain     the MPI build under plain srun meets through Slurm's environment
 #   mpi-pmix      the MPI build under srun --mpi=pmix meets through MPI
+#   default-pmi2  the default build under srun --mpi=pmi2 meets through Slurm's PMI-1 wire-up
+#   default-pmix  the default build under srun --mpi=pmix meets through PMIx (libpmix.so.2)
+#   pmix-nolib    the same with NCCL_PERF_PMIX_LIB naming no file: Slurm's variables instead
 #   sbatch        examples/slurm/all_reduce_env.sbatch (one node, a task per CPU up to 4, no
 #                 GPUs asked of Slurm): its
 #                 dry run forms the job, its real run stops with exit 2 (no GPU here)
@@ -161,6 +164,30 @@ if bounded srun --mpi=pmix -n 4 --overcommit "$mpi_bin/all_reduce_perf" "${nebiu
   pass mpi-pmix
 else
   fail mpi-pmix "$(cat "$out" "$err")"
+fi
+
+# The default build (no MPI linked) under srun's own wire-up: PMI-1 over PMI_FD, PMIx through
+# the libpmix.so.2 Slurm's plugin serves; rank 0 publishes its port and a token through it.
+if bounded srun --mpi=pmi2 -n 4 --overcommit "$default_bin/all_reduce_perf" "${nebius[@]}" --dry-run >"$out" 2>"$err" &&
+  plan_ok 4 "PMI-1 wire-up"; then
+  pass default-pmi2
+else
+  fail default-pmi2 "$(cat "$out" "$err")"
+fi
+
+if bounded srun --mpi=pmix -n 4 --overcommit "$default_bin/all_reduce_perf" "${nebius[@]}" --dry-run >"$out" 2>"$err" &&
+  plan_ok 4 "PMIx wire-up"; then
+  pass default-pmix
+else
+  fail default-pmix "$(cat "$out" "$err")"
+fi
+
+if NCCL_PERF_PMIX_LIB=/nonexistent/libpmix.so.2 bounded srun --mpi=pmix -n 4 --overcommit \
+  "$default_bin/all_reduce_perf" "${nebius[@]}" --dry-run >"$out" 2>"$err" &&
+  plan_ok 4 "slurm environment"; then
+  pass pmix-nolib
+else
+  fail pmix-nolib "$(cat "$out" "$err")"
 fi
 
 # The example job script, on one node with one task per CPU, at most 4 (sbatch refuses more

@@ -17,6 +17,8 @@ mod cli;
 mod cli_hostile;
 mod collectives;
 mod dry_run_text;
+// The default build under mpirun (PMIx) and mpiexec.hydra (PMI-1).
+mod engines;
 mod env_faults;
 mod json_secrets;
 // Needs the test hooks (cargo feature `test-hooks`) that release builds leave out.

@@ -297,3 +297,84 @@ fn mpirun_a_killed_rank_ends_the_job_with_a_closed_json_file() {
     well_formed(&dir.join("r.json"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The build without MPI under a launcher's wire-up (`mpirun`: PMIx; `mpiexec.hydra`: PMI-1):
+/// rank 1 killed while the others pause after the bootstrap; the job ends (our watchdog names
+/// the rank, or the launcher ends the others first and names the process), rank 0's `-J` file
+/// closed. `launcher`: its words up to the process-count option.
+#[cfg(not(feature = "mpi"))]
+fn engine_job_with_a_killed_rank(launcher: &[&str], package: &str) {
+    if Command::new(launcher[0]).arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is not installed: under CI it must be (.ci/run installs {package})",
+            launcher[0]
+        );
+        eprintln!("skipped: {} is not installed", launcher[0]);
+        return;
+    }
+    let dir = programs::scratch(&format!("rank-kill-{}", launcher[0]));
+    let err = dir.join("err");
+    let mut c = Command::new("timeout");
+    c.arg("60")
+        .args(launcher)
+        .arg("3")
+        .args(programs::program_words(BIN))
+        .args(["-b", "8", "-e", "8", "-J", "r.json"])
+        .env_remove("NCCL_PERF_BOOTSTRAP")
+        .env_remove("NCCL_PERF_RENDEZVOUS")
+        .env("NCCL_PERF_TEST_PAUSE_MS", "60000")
+        .env("NCCL_PERF_HEARTBEAT_TIMEOUT", "2")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(File::create(dir.join("out")).unwrap())
+        .stderr(File::create(&err).unwrap());
+    let mut job = Proc {
+        rank: 0,
+        child: c.spawn().expect("the launcher starts"),
+        err,
+    };
+    let start = Instant::now();
+    let pid = loop {
+        let text = job.stderr();
+        let found = text.lines().find_map(|l| {
+            let rest = l.split("rank 1 pid ").nth(1)?;
+            rest.split_whitespace().next()?.parse::<u32>().ok()
+        });
+        if let (Some(pid), 3) = (found, text.matches("pauses for").count()) {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    signal(pid, "-KILL");
+    let (code, took) = wait(&mut job, Duration::from_secs(30));
+    let text = job.stderr();
+    assert_ne!(code, Some(0), "{text}");
+    assert_ne!(code, Some(124), "the launcher hung: {text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(
+        text.contains("rank 1") || text.contains(&pid.to_string()),
+        "the dead process is named: {text}"
+    );
+    assert!(took < STOP_WITHIN, "{took:?}: {text}");
+    well_formed(&dir.join("r.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn hydra_a_killed_rank_is_named_and_ends_the_job() {
+    engine_job_with_a_killed_rank(&["mpiexec.hydra", "-n"], "mpich");
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpirun_without_mpi_a_killed_rank_is_named_and_ends_the_job() {
+    engine_job_with_a_killed_rank(
+        &["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"],
+        "openmpi-bin",
+    );
+}

@@ -78,6 +78,20 @@ impl Secret {
     }
 }
 
+impl Secret {
+    /// The user's secret (if any) followed by a launch's one-time `token` (what rank 0
+    /// publishes through a launcher's engine): strangers without the engine's key-value space
+    /// cannot join even where the user set no secret.
+    pub fn with_token(&self, token: &[u8]) -> Secret {
+        let mut s = self.0.clone();
+        if !s.is_empty() {
+            s.push(0);
+        }
+        s.extend_from_slice(token);
+        Secret(s)
+    }
+}
+
 /// Why the secret cannot be read; one line naming the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {

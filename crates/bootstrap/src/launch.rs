@@ -17,6 +17,9 @@ use nccl_perf_facts::environment::{
 use std::net::IpAddr;
 use std::time::Duration;
 
+mod wire_up;
+pub use wire_up::{EngineLaunch, Kind, env_local_rank};
+
 /// Reads one environment variable (`None` when unset or not UTF-8).
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -35,6 +38,8 @@ pub enum Launch {
     Mpi,
     /// A launcher's environment and a TCP rendezvous with rank 0.
     Tcp(TcpLaunch),
+    /// The launcher's wire-up (PMI-1, PMIx) to start, then the TCP rendezvous.
+    Engine(Box<EngineLaunch>),
 }
 
 /// A process started by a launcher that MPI does not handle (or in a build without MPI).
@@ -82,6 +87,28 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         "" | "auto" => {}
         "single" => return Ok(Launch::Single),
         "mpi" if mpi_built => return Ok(Launch::Mpi),
+        "pmi" | "pmix" => {
+            let kind = if mode == "pmi" {
+                Kind::Pmi1
+            } else {
+                Kind::Pmix
+            };
+            let offered = match kind {
+                Kind::Pmi1 => env("PMI_FD").is_some() || env("PMI_PORT").is_some(),
+                Kind::Pmix => env("PMIX_RANK").is_some() || env("PMIX_NAMESPACE").is_some(),
+            };
+            if !offered {
+                return Err(Error::Launch(format!(
+                    "NCCL_PERF_BOOTSTRAP={mode}, but the launcher did not set {}",
+                    if kind == Kind::Pmi1 {
+                        "PMI_FD or PMI_PORT (mpiexec.hydra, srun --mpi=pmi2 do)"
+                    } else {
+                        "PMIX_RANK/PMIX_NAMESPACE (Open MPI's mpirun, srun --mpi=pmix do)"
+                    }
+                )));
+            }
+            return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
+        }
         "mpi" => {
             return Err(Error::Launch(
                 "NCCL_PERF_BOOTSTRAP=mpi, but this binary was built without MPI \
@@ -103,17 +130,61 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, env, single"
+                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, pmi, pmix, env, single"
             )));
         }
     }
     if mpi_built && MPI_MARKERS.iter().any(|m| env(m).is_some()) {
         return Ok(Launch::Mpi);
     }
+    // The launcher's wire-up, unless the user named the rendezvous (that wins).
+    let user_address = env(RENDEZVOUS.name).is_some_and(|v| !v.trim().is_empty());
+    if !user_address && let Some(kind) = Kind::from_env(env) {
+        let fallback = from_launcher(env, timeout, !mpi_built)
+            .ok()
+            .flatten()
+            .filter(|t| t.size > 1 && !t.host.is_empty());
+        return engine_launch(env, timeout, kind, fallback).map(|e| Launch::Engine(Box::new(e)));
+    }
     match from_launcher(env, timeout, !mpi_built)? {
         Some(t) => Ok(Launch::Tcp(t)),
         None => not_a_lone_rank(env).map(|()| Launch::Single),
     }
+}
+
+/// A launch through engine `kind`: the user's settings (secret, bind address, timeouts) and
+/// the launcher's local rank; rank, size and rank 0's address come from the engine.
+fn engine_launch(
+    env: Env,
+    timeout: Duration,
+    kind: Kind,
+    fallback: Option<TcpLaunch>,
+) -> Result<EngineLaunch> {
+    let secret = Secret::from_env(
+        env(RENDEZVOUS_KEY.name).as_deref(),
+        env(RENDEZVOUS_KEY_FILE.name).as_deref(),
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
+    let base = TcpLaunch {
+        launcher: if kind == Kind::Pmi1 { "PMI-1" } else { "PMIx" },
+        rank: 0,
+        size: 0,
+        local_rank: env_local_rank(env),
+        host: String::new(),
+        // Where rank 0 listens: NCCL_PERF_RENDEZVOUS_PORT, else a port the system picks.
+        port: port_var(env, RENDEZVOUS_PORT.name)?.unwrap_or(0),
+        expected_hosts: None,
+        job: String::new(),
+        secret,
+        bind: bind_address(env)?,
+        timeout,
+        silence: silence(env)?,
+    };
+    Ok(EngineLaunch {
+        kind,
+        base,
+        fallback,
+    })
 }
 
 /// Variables that give a process' rank; one above 0 with no world to join is a launch where

@@ -1,15 +1,19 @@
 //! How the processes of a run find each other. The runner only sees the [`Bootstrap`] trait and
 //! gets one from [`connect`]: a single process ([`SingleProcess`]), MPI (`mpi::MpiBootstrap`,
-//! feature `mpi`) or a launcher's environment with a TCP rendezvous (`tcp::TcpBootstrap`).
+//! feature `mpi`) or a TCP rendezvous (`tcp::TcpBootstrap`), whose rank 0 is found through the
+//! launcher's environment or, under `mpirun`, `mpiexec` and `srun --mpi=...`, through the
+//! launcher's own wire-up (`engine`: PMI-1 spoken, PMIx loaded at run time, used only to start).
 //! `launch` decides which, from the environment.
 //!
 //! The crate knows nothing of the benchmarks: it fails with its own [`Error`] (the benchmark
 //! core turns it into its own, with its exit code), is told of the run's own failures through
 //! [`Failure`], and compares what each process runs as a [`fingerprint::Fingerprint`] the
-//! benchmark core writes. Its one `unsafe` is the MPI bootstrap's `Send` promise for rsmpi's
-//! handles (`mpi.rs`, the one module allowed `unsafe_code`).
+//! benchmark core writes. Its `unsafe` code is fenced in two modules allowed `unsafe_code`: the
+//! MPI bootstrap's `Send` promise for rsmpi's handles (`mpi.rs`) and the engines' inherited
+//! socket and PMIx library calls (`engine/ffi.rs`).
 
 mod auth;
+mod engine;
 mod error;
 pub mod fingerprint;
 mod launch;
@@ -142,6 +146,35 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
         Launch::Tcp(t) => {
             let color = split_color(&env, t.rank)?;
             Ok(Box::new(tcp::TcpBootstrap::connect(&t, color, run)?))
+        }
+        Launch::Engine(e) => {
+            let deadline = std::time::Instant::now() + e.base.timeout;
+            let mut wire = match (engine::open(e.kind, &env, deadline), &e.fallback) {
+                (Ok(w), _) => w,
+                // The engine cannot be opened but the launcher's variables say where to meet
+                // (Slurm's node list, as under plain srun): meet that way. Rank 0 says why
+                // unless the library is simply not installed.
+                (Err(err), Some(t)) => {
+                    if t.rank == 0 && !engine::unavailable(&err) {
+                        nccl_perf_facts::eline!(
+                            "nccl-perf: note: {err}; meeting through the {} variables instead",
+                            t.launcher
+                        );
+                    }
+                    let color = split_color(&env, t.rank)?;
+                    return Ok(Box::new(tcp::TcpBootstrap::connect(t, color, run)?));
+                }
+                (Err(err), None) => return Err(err),
+            };
+            let formed = engine::form(wire.as_mut(), &e.base)?;
+            let color = split_color(&env, formed.launch.rank)?;
+            Ok(Box::new(tcp::TcpBootstrap::connect_formed(
+                &formed.launch,
+                formed.listeners,
+                formed.addrs,
+                color,
+                run,
+            )?))
         }
     }
 }

@@ -29,7 +29,9 @@ use super::launch::TcpLaunch;
 use super::{Bootstrap, Group, Reduce, local, peer_text};
 use crate::error::{Error, Failure, Result};
 use beat::{Beats, Inbound, Wait, Writer};
+pub(crate) use join::resolve as resolve_all;
 use meet::Hello;
+pub(crate) use meet::listen_any_port;
 use std::net::TcpStream;
 use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard};
@@ -126,7 +128,34 @@ impl TcpBootstrap {
     /// Meets the other processes of `launch`; `color` is this process' split colour and `run`
     /// what it runs (every process must run the same).
     pub fn connect(launch: &TcpLaunch, color: i64, run: &Fingerprint) -> Result<TcpBootstrap> {
-        Self::connect_via(launch, color, run, &join::resolve)
+        Self::connect_via(launch, color, run, &join::resolve, None)
+    }
+
+    /// Meets the other processes of a job formed through a launcher's engine
+    /// (`engine::form`): rank 0 on the sockets it already listens on, the others at what its
+    /// host name resolves to and then at the interface addresses it published.
+    /// `listeners`: rank 0's, already listening; `extra`: rank 0's published addresses.
+    pub fn connect_formed(
+        launch: &TcpLaunch,
+        listeners: Option<Vec<std::net::TcpListener>>,
+        extra: Vec<std::net::IpAddr>,
+        color: i64,
+        run: &Fingerprint,
+    ) -> Result<TcpBootstrap> {
+        let resolve = move |host: &str, port: u16| -> std::io::Result<Vec<std::net::SocketAddr>> {
+            let mut out = join::resolve(host, port).unwrap_or_default();
+            for ip in &extra {
+                let a = std::net::SocketAddr::new(*ip, port);
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+            if out.is_empty() {
+                return join::resolve(host, port);
+            }
+            Ok(out)
+        };
+        Self::connect_via(launch, color, run, &resolve, listeners)
     }
 
     /// [`TcpBootstrap::connect`], the others finding rank 0's addresses with `resolve`.
@@ -135,6 +164,7 @@ impl TcpBootstrap {
         color: i64,
         run: &Fingerprint,
         resolve: join::Resolve,
+        listeners: Option<Vec<std::net::TcpListener>>,
     ) -> Result<TcpBootstrap> {
         let me = Hello {
             rank: launch.rank,
@@ -184,7 +214,7 @@ impl TcpBootstrap {
             warn_if_open(launch, &b.address);
         }
         let link = if launch.rank == 0 {
-            let peers = b.accept_all(launch, &me)?;
+            let peers = b.accept_all(launch, &me, listeners)?;
             Link::Root(peers)
         } else {
             let (stream, session) = b.join(launch, &me, resolve)?;
@@ -481,8 +511,13 @@ impl Bootstrap for TcpBootstrap {
         if self.size <= 1 {
             return format!("{} (1 process, no rendezvous needed)", self.launcher);
         }
+        // A job formed through the launcher's wire-up (engine/) says so.
+        let how = match self.launcher {
+            "PMIx" | "PMI-1" => "wire-up",
+            _ => "environment",
+        };
         format!(
-            "{} environment, TCP rendezvous at {} (timeout {})",
+            "{} {how}, TCP rendezvous at {} (timeout {})",
             self.launcher,
             self.address,
             secs(self.timeout)

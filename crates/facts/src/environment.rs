@@ -74,17 +74,22 @@ pub const TESTS_SPLIT_MASK: Variable = user(
 /// `NCCL_PERF_BOOTSTRAP`.
 pub const BOOTSTRAP: Variable = user(
     "NCCL_PERF_BOOTSTRAP",
-    "How the processes of a job meet: mpi, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's environment, else one process).",
+    "How the processes of a job meet: mpi, pmi, pmix, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's PMIx or PMI-1 wire-up to start a TCP rendezvous, else the launcher's environment, else one process).",
 );
 /// `NCCL_PERF_RENDEZVOUS`.
 pub const RENDEZVOUS: Variable = user(
     "NCCL_PERF_RENDEZVOUS",
-    "host:port of the TCP rendezvous at rank 0, overriding the launcher's address (needed under mpirun without the MPI build).",
+    "host:port of the TCP rendezvous at rank 0, overriding the launcher's address and its PMI/PMIx wire-up.",
+);
+/// `NCCL_PERF_PMIX_LIB`.
+pub const PMIX_LIB: Variable = user(
+    "NCCL_PERF_PMIX_LIB",
+    "Path of libpmix.so.2 to start through PMIx (default: the loader's path, $OPAL_PREFIX/lib, the lib/ beside mpirun in PATH).",
 );
 /// `NCCL_PERF_RENDEZVOUS_PORT`.
 pub const RENDEZVOUS_PORT: Variable = user(
     "NCCL_PERF_RENDEZVOUS_PORT",
-    "Port of the rendezvous at rank 0's launcher address (Slurm default: derived from the job and step ids).",
+    "Port of the rendezvous at rank 0's launcher address (Slurm default: derived from the job and step ids; under a launcher's PMI/PMIx wire-up: a port the system picks).",
 );
 /// `NCCL_PERF_RENDEZVOUS_BIND`.
 pub const RENDEZVOUS_BIND: Variable = user(
@@ -181,6 +186,7 @@ pub const VARIABLES: &[Variable] = &[
     TESTS_SPLIT_MASK,
     BOOTSTRAP,
     RENDEZVOUS,
+    PMIX_LIB,
     RENDEZVOUS_PORT,
     RENDEZVOUS_BIND,
     RENDEZVOUS_KEY,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 pub(super) type Resolve<'a> = &'a dyn Fn(&str, u16) -> std::io::Result<Vec<SocketAddr>>;
 
 /// The system resolver's addresses for `host`, each once.
-pub(super) fn resolve(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+pub(crate) fn resolve(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
     let mut out: Vec<SocketAddr> = Vec::new();
     for a in (host, port).to_socket_addrs()? {
         if !out.contains(&a) {

@@ -259,11 +259,21 @@ impl TcpBootstrap {
     }
 
     /// Rank 0: waits for every other rank, then tells each its local and group ranks.
-    pub(super) fn accept_all(&mut self, launch: &TcpLaunch, me: &Hello) -> Result<Vec<Peer>> {
+    /// `ready`: sockets already listening (a job formed through an engine), else rank 0
+    /// listens on the launch's address.
+    pub(super) fn accept_all(
+        &mut self,
+        launch: &TcpLaunch,
+        me: &Hello,
+        ready: Option<Vec<TcpListener>>,
+    ) -> Result<Vec<Peer>> {
         if let Some(warning) = super::door::make_room(self.size) {
             nccl_perf_facts::eline!("{warning}");
         }
-        let listeners = listen(launch)?;
+        let listeners = match ready {
+            Some(l) => l,
+            None => listen(launch)?,
+        };
         let mut door = Door::new(listeners, self.key.clone(), self.salt)
             .map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?;
         let deadline = Instant::now() + self.timeout;
@@ -522,6 +532,26 @@ fn listen(launch: &TcpLaunch) -> Result<Vec<TcpListener>> {
         }
     };
     listen_on(&addrs)
+}
+
+/// Rank 0's sockets for a job formed through an engine: on `bind` (else every IPv4 address) at
+/// `port`, or where it is 0 at a port the system picks, which no other job holds, and on IPv6's
+/// every address at the same port where it can be had (skipped otherwise). Returns them and
+/// the port.
+pub(crate) fn listen_any_port(bind: Option<IpAddr>, port: u16) -> Result<(Vec<TcpListener>, u16)> {
+    let first = SocketAddr::new(bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), port);
+    let l = bind_listener(first).map_err(|e| cannot_listen(first, &e))?;
+    let port = l
+        .local_addr()
+        .map_err(|e| Error::Internal(format!("rendezvous socket: {e}")))?
+        .port();
+    let mut all = vec![l];
+    if bind.is_none()
+        && let Ok(v6) = bind_listener(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port))
+    {
+        all.push(v6);
+    }
+    Ok((all, port))
 }
 
 /// Listens on every one of `addrs` (the same port). An address this host cannot have (another

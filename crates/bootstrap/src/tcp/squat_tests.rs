@@ -335,8 +335,14 @@ fn a_process_moves_on_from_a_squatter_on_another_address_of_rank_0s_name() {
             TcpBootstrap::connect(&l, 0, &test_fingerprint()).and_then(|b| b.barrier())
         });
         let leaf = s.spawn(|| {
-            TcpBootstrap::connect_via(&keyed(1, 2, port, 10_000), 0, &test_fingerprint(), &resolve)
-                .and_then(|b| b.barrier())
+            TcpBootstrap::connect_via(
+                &keyed(1, 2, port, 10_000),
+                0,
+                &test_fingerprint(),
+                &resolve,
+                None,
+            )
+            .and_then(|b| b.barrier())
         });
         (root.join().unwrap(), leaf.join().unwrap())
     });

@@ -1,0 +1,215 @@
+//! PMIx through the launcher's own `libpmix.so.2`, opened at run time (`ffi.rs`): init, the
+//! job's size, put, commit and a fence that collects the data, get, finalize, abort. Each call
+//! that waits on other processes runs on a helper thread and is given up at the deadline (a
+//! PMIx server may wait forever for a process that never comes); the process then reports and
+//! exits, leaving that thread behind.
+
+use super::Engine;
+use super::ffi::Pmix;
+use crate::error::{Error, Result};
+use crate::launch::Env;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Instant;
+
+/// The library's file name.
+pub const PMIX_LIB_NAME: &str = "libpmix.so.2";
+
+/// How the error for a library that is not there begins.
+pub const NOT_FOUND: &str = "PMIX_RANK is set but";
+
+/// Where the library is looked for, in order: `NCCL_PERF_PMIX_LIB` alone when set; else the
+/// loader's own search (the bare name), `$OPAL_PREFIX/lib`, and the `lib/` beside the `mpirun`
+/// found in `PATH` (with Debian's `pmix2/lib` under its multiarch folder).
+pub fn library_places(env: Env) -> Vec<PathBuf> {
+    if let Some(p) =
+        env(nccl_perf_facts::environment::PMIX_LIB.name).filter(|p| !p.trim().is_empty())
+    {
+        return vec![PathBuf::from(p)];
+    }
+    let mut out = vec![PathBuf::from(PMIX_LIB_NAME)];
+    let mut prefixes = Vec::new();
+    if let Some(p) = env("OPAL_PREFIX").filter(|p| !p.is_empty()) {
+        prefixes.push(PathBuf::from(p));
+    }
+    for dir in env("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+    {
+        let m = PathBuf::from(dir).join("mpirun");
+        if m.is_file() {
+            let real = std::fs::canonicalize(&m).unwrap_or(m);
+            if let Some(prefix) = real.parent().and_then(|b| b.parent()) {
+                prefixes.push(prefix.to_path_buf());
+            }
+            break;
+        }
+    }
+    let arch = format!("{}-linux-gnu", std::env::consts::ARCH);
+    for p in prefixes {
+        for sub in [
+            "lib".to_string(),
+            "lib64".into(),
+            format!("lib/{arch}"),
+            format!("lib/{arch}/pmix2/lib"),
+        ] {
+            let f = p.join(sub).join(PMIX_LIB_NAME);
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// A PMIx session.
+pub struct PmixEngine {
+    lib: Arc<Pmix>,
+    nspace: String,
+    rank: usize,
+    size: usize,
+    deadline: Instant,
+    done: bool,
+}
+
+impl PmixEngine {
+    /// Finds and opens the library, initialises it and reads the job's size.
+    pub fn open(env: Env, deadline: Instant) -> Result<PmixEngine> {
+        let places = library_places(env);
+        let mut tried = Vec::new();
+        let mut lib = None;
+        for p in &places {
+            if p.is_absolute() && !p.exists() {
+                tried.push(p.display().to_string());
+                continue;
+            }
+            match Pmix::open(p) {
+                Ok(l) => {
+                    lib = Some(l);
+                    break;
+                }
+                Err(e) => tried.push(e),
+            }
+        }
+        let Some(lib) = lib else {
+            return Err(Error::Launch(format!(
+                "{NOT_FOUND} {PMIX_LIB_NAME} was not found ({}); set {}=/path/to/{PMIX_LIB_NAME} \
+                 or NCCL_PERF_RENDEZVOUS=host:port",
+                tried.join("; "),
+                nccl_perf_facts::environment::PMIX_LIB.name
+            )));
+        };
+        let mut e = PmixEngine {
+            lib: Arc::new(lib),
+            nspace: env("PMIX_NAMESPACE").unwrap_or_default(),
+            rank: 0,
+            size: 0,
+            deadline,
+            done: false,
+        };
+        let (nspace, rank) = e.call("PMIx_Init", |l| l.init())?;
+        e.nspace = nspace;
+        e.rank = rank as usize;
+        let size = e
+            .call("PMIx_Get(pmix.job.size)", |l| {
+                l.get_number("pmix.job.size", false)
+            })
+            .or_else(|_| {
+                e.call("PMIx_Get(pmix.univ.size)", |l| {
+                    l.get_number("pmix.univ.size", false)
+                })
+            })?;
+        e.size = usize::try_from(size).unwrap_or(usize::MAX);
+        if e.size == 0 || e.size > crate::launch::MAX_WORLD || e.rank >= e.size {
+            return Err(Error::Launch(format!(
+                "PMIx: rank {} of size {} is not a launch",
+                e.rank, e.size
+            )));
+        }
+        Ok(e)
+    }
+
+    /// Runs `f` on a helper thread, giving up at the deadline.
+    fn call<T: Send + 'static>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&Pmix) -> std::result::Result<T, String> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = mpsc::channel();
+        let lib = Arc::clone(&self.lib);
+        std::thread::Builder::new()
+            .name("nccl-perf-pmix".into())
+            .spawn(move || {
+                let _ = tx.send(f(&lib));
+            })
+            .map_err(|e| Error::Internal(format!("PMIx: cannot start a thread: {e}")))?;
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Error::Launch(format!(
+                "PMIx (namespace {}): {e}",
+                self.nspace
+            ))),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Peers {
+                msg: format!(
+                    "PMIx (namespace {}): timed out in {what} (NCCL_PERF_BOOTSTRAP_TIMEOUT): a \
+                     process of the job did not arrive",
+                    self.nspace
+                ),
+                timed_out: true,
+                lost: Vec::new(),
+            }),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(Error::Internal(format!("PMIx: {what}'s thread failed")))
+            }
+        }
+    }
+}
+
+impl Engine for PmixEngine {
+    fn name(&self) -> String {
+        format!("PMIx (namespace {})", self.nspace)
+    }
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn job(&self) -> String {
+        format!("pmix:{}", self.nspace)
+    }
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        let (k, v) = (format!("nccl-perf.{key}"), super::pmi1::hex(value));
+        self.call("PMIx_Put", move |l| l.put(&k, &v))
+    }
+    fn fence(&mut self) -> Result<()> {
+        self.call("PMIx_Commit", |l| l.commit())?;
+        self.call("PMIx_Fence", |l| l.fence())
+    }
+    fn get(&mut self, rank: usize, key: &str) -> Result<Vec<u8>> {
+        let k = format!("nccl-perf.{key}");
+        let r = u32::try_from(rank).unwrap_or(u32::MAX);
+        let text = self.call("PMIx_Get", move |l| l.get_string(r, &k))?;
+        super::pmi1::unhex(&text)
+            .ok_or_else(|| Error::Launch(format!("PMIx: rank {rank}'s {key} is not hex")))
+    }
+    fn finalize(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(());
+        }
+        self.call("PMIx_Finalize", |l| l.finalize())
+    }
+    fn grace(&mut self, d: std::time::Duration) {
+        self.deadline = self.deadline.max(Instant::now() + d);
+    }
+    fn abort(&mut self, code: i32, msg: &str) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        let m = msg.to_string();
+        let _ = self.call("PMIx_Abort", move |l| l.abort(code, &m));
+    }
+}

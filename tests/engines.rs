@@ -1,0 +1,249 @@
+//! The default build (no MPI linked) under launchers that run a wire-up of their own: Open
+//! MPI's `mpirun` (PMIx, through the `libpmix.so.2` it uses) and MPICH's `mpiexec.hydra`
+//! (PMI-1 over the socket in `PMI_FD`), 4 and 16 processes with `--dry-run`, which meets for
+//! real and prints the plan. Under `CI=true` a missing launcher fails the test; elsewhere it
+//! is skipped with a message. (The MPI build uses MPI under these launchers: `bootstrap.rs`.)
+
+#![cfg(not(feature = "mpi"))]
+
+use crate::programs;
+
+use std::collections::HashMap;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+
+/// Whether `tool` runs here; under CI it must.
+fn have(tool: &str, package: &str) -> bool {
+    if Command::new(tool).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{tool} is not installed: under CI it must be (.ci/run installs {package})"
+    );
+    eprintln!("skipped: {tool} is not installed (.ci/run installs {package})");
+    false
+}
+
+/// `launcher` (its words, ending with the process-count option) with `np` processes of the
+/// benchmark in a dry run, under `timeout`, in a clean launcher environment plus `env`.
+fn run(launcher: &[&str], np: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.arg("90")
+        .args(launcher)
+        .arg(np.to_string())
+        .args(programs::program_words(BIN))
+        .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
+        .args(args);
+    let vars: HashMap<String, String> = std::env::vars()
+        .filter(|(k, _)| {
+            !(k.starts_with("SLURM_")
+                || k.starts_with("OMPI_")
+                || k.starts_with("PMI")
+                || k.starts_with("HYDRA_")
+                || k.starts_with("NCCL_")
+                || ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"].contains(&k.as_str()))
+        })
+        .collect();
+    c.env_clear()
+        .envs(vars)
+        .env("CUDA_VISIBLE_DEVICES", "0")
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "60")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("the launcher runs")
+}
+
+const MPIRUN: &[&str] = &["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"];
+const HYDRA: &[&str] = &["mpiexec.hydra", "-n"];
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The job printed one plan of `np` processes, met through `engine`, each with its own rank
+/// and local rank (one host).
+fn one_plan(o: &Output, np: usize, engine: &str) {
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(out.matches("# nccl-perf dry run").count(), 1, "{out}");
+    assert!(out.contains(&format!("# Bootstrap: {engine} ")), "{out}");
+    assert!(
+        out.contains(&format!("Processes {np} x threads 1 x GPUs 1 = {np} ranks")),
+        "{out}"
+    );
+    let mut ranks: Vec<(usize, usize)> = out
+        .lines()
+        .filter(|l| l.starts_with("#  Rank "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = |key: &str| {
+                let i = w.iter().position(|x| *x == key).unwrap();
+                w[i + 1].parse::<usize>().unwrap()
+            };
+            (at("Rank"), at("rank"))
+        })
+        .collect();
+    ranks.sort();
+    assert_eq!(ranks, (0..np).map(|r| (r, r)).collect::<Vec<_>>(), "{out}");
+    // The engine's one-time token is the job's secret: no "open rendezvous" note.
+    assert!(!err.contains("is open to any process"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn mpirun_four_processes_meet_through_pmix() {
+    if have("mpirun", "openmpi-bin") {
+        one_plan(&run(MPIRUN, 4, &[], &[]), 4, "PMIx");
+    }
+}
+
+#[test]
+fn mpirun_sixteen_processes_meet_through_pmix() {
+    if have("mpirun", "openmpi-bin") {
+        one_plan(&run(MPIRUN, 16, &[], &[]), 16, "PMIx");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_four_processes_meet_through_pmi1() {
+    if have("mpiexec.hydra", "mpich") {
+        one_plan(&run(HYDRA, 4, &[], &[]), 4, "PMI-1");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_sixteen_processes_meet_through_pmi1() {
+    if have("mpiexec.hydra", "mpich") {
+        one_plan(&run(HYDRA, 16, &[], &[]), 16, "PMI-1");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_pmi_port_model_meets_through_pmi1() {
+    // PMI_PORT=host:port and PMI_ID instead of an inherited socket: the process connects and
+    // says who it is; rank and size come from the launcher's answer.
+    if have("mpiexec.hydra", "mpich") {
+        one_plan(
+            &run(&["mpiexec.hydra", "-pmi-port", "-n"], 4, &[], &[]),
+            4,
+            "PMI-1",
+        );
+    }
+}
+
+#[test]
+fn a_missing_pmix_library_is_one_line_naming_what_to_set() {
+    if !have("mpirun", "openmpi-bin") {
+        return;
+    }
+    let lib = "/nonexistent/libpmix.so.2";
+    let launcher = [
+        MPIRUN[0],
+        MPIRUN[1],
+        MPIRUN[2],
+        "-x",
+        "NCCL_PERF_PMIX_LIB",
+        "-np",
+    ];
+    let o = run(&launcher, 2, &[("NCCL_PERF_PMIX_LIB", lib)], &[]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_ne!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!out.contains("dry run"), "{out}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("PMIX_RANK is set but libpmix.so.2 was not found"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(lib)
+            && line.contains("NCCL_PERF_PMIX_LIB=")
+            && line.contains("NCCL_PERF_RENDEZVOUS="),
+        "{line}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn the_users_rendezvous_and_forced_modes_still_win() {
+    if !have("mpiexec.hydra", "mpich") {
+        return;
+    }
+    // NCCL_PERF_BOOTSTRAP=env: the launcher's variables only, as before engines: Hydra's
+    // PMI_RANK/PMI_SIZE without an address is the wrong launch it always was.
+    let o = run(HYDRA, 2, &[("NCCL_PERF_BOOTSTRAP", "env")], &[]);
+    let err = text(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("wrong launch"), "{err}");
+    // NCCL_PERF_BOOTSTRAP=pmix where the launcher serves PMI-1 only: one line.
+    let o = run(HYDRA, 2, &[("NCCL_PERF_BOOTSTRAP", "pmix")], &[]);
+    let err = text(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("NCCL_PERF_BOOTSTRAP=pmix, but the launcher did not set"),
+        "{err}"
+    );
+}
+
+/// An MPMD launch whose second program never reaches the engine's fence: the benchmark stops
+/// by its bootstrap timeout with one line naming the engine, exit 4.
+fn a_process_that_never_arrives(launcher: &str, np: &str, engine: &str) {
+    let mut c = Command::new("timeout");
+    c.args(["60", launcher]);
+    if launcher == "mpirun" {
+        c.args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-x",
+            "NCCL_PERF_BOOTSTRAP_TIMEOUT",
+        ]);
+    }
+    c.args([np, "1"])
+        .args(programs::program_words(BIN))
+        .args([
+            "--dry-run",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            ":",
+            np,
+            "1",
+            "sleep",
+            "6",
+        ])
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "2")
+        .env_remove("NCCL_PERF_BOOTSTRAP")
+        .env_remove("NCCL_PERF_RENDEZVOUS")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let o = c.output().expect("the launcher runs");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(4), "{out}{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("timed out"))
+        .unwrap_or_else(|| panic!("{out}{err}"));
+    assert!(
+        line.contains(engine) && line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"),
+        "{line}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
+    if have("mpirun", "openmpi-bin") {
+        a_process_that_never_arrives("mpirun", "-np", "PMIx (namespace");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
+    if have("mpiexec.hydra", "mpich") {
+        a_process_that_never_arrives("mpiexec.hydra", "-n", "PMI-1 (PMI_FD=");
+    }
+}
