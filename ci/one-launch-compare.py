@@ -43,10 +43,11 @@ def shape(sec):
         if not line.startswith("#") and not ROW.match(line):
             continue  # stderr merged into the log
         if ROW.match(line):
-            f = line.split()
-            # size count type redop root time algbw busbw #wrong ...
-            busbw = float(f[7]) if float(f[7]) > 0 else float(f[6])
-            rows.append((tuple(f[:5]), busbw))
+            # size count type redop root: fixed columns (hypercube's redop is blank); then
+            # time algbw busbw #wrong, out of place first.
+            key, f = tuple(line[:52].split()), line[52:].split()
+            busbw = float(f[2]) if float(f[2]) > 0 else float(f[1])
+            rows.append((key, busbw))
             continue
         line = re.sub(r"Pid\s+\d+", "Pid N", line)
         # Our version line names us after nccl-tests' fields (docs/differences.md).
