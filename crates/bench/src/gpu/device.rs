@@ -424,6 +424,14 @@ impl TimingEvents {
         unsafe { driver::record_event(e, stream.raw) }
     }
 
+    /// Waits until event `index` (recorded) has completed.
+    #[track_caller]
+    pub fn wait(&self, index: usize) -> Result<()> {
+        let e = self.event(index)?;
+        // SAFETY: a live event of this set.
+        unsafe { driver::sync_event(e) }
+    }
+
     /// Milliseconds between events `start` and `end`, both recorded and complete.
     #[track_caller]
     pub fn elapsed_ms(&self, start: usize, end: usize) -> Result<f32> {

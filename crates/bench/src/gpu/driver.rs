@@ -336,6 +336,16 @@ pub unsafe fn record_event(e: CUevent, s: CUstream) -> Result<()> {
     check(unsafe { cu::event::record(e, s) })
 }
 
+/// Waits until `e` (recorded) has completed.
+///
+/// # Safety
+/// `e` must come from [`create_timing_event`] and be live.
+#[track_caller]
+pub unsafe fn sync_event(e: CUevent) -> Result<()> {
+    // SAFETY: the caller passes a live event (see `# Safety`).
+    check(unsafe { cu::event::synchronize(e) })
+}
+
 /// Milliseconds between two completed events of one stream.
 ///
 /// # Safety

@@ -48,6 +48,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         explain: _,
         collectives: _,
         health: _,
+        stop_when_sure: _,
     } = o;
     let roots = match o.roots {
         Roots::All => "all".to_string(),
@@ -96,6 +97,11 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         format!("--dry-run {}", u8::from(o.dry_run)),
         format!("--collectives {}", list(o.collectives.clone())),
         format!("--health {}", u8::from(o.health.is_some())),
+        format!(
+            "--stop-when-sure {}",
+            o.stop_when_sure
+                .map_or("off".to_string(), |p| p.to_string())
+        ),
     ];
     // --explain adds one untimed call per size and half on every rank; its table
     // (--explain-sku) and gate are world rank 0's alone.

@@ -107,6 +107,9 @@ pub struct Options {
     pub collectives: Vec<&'static str>,
     /// `--health` and its files: the check's summary after the last section.
     pub health: Option<HealthOptions>,
+    /// `--stop-when-sure`: stop a size's timed iterations once the 95 % confidence half-width
+    /// of the mean is within this percentage of it.
+    pub stop_when_sure: Option<f64>,
 }
 
 impl Default for Options {
@@ -351,6 +354,14 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     let explain = explain::read(&mut r)?;
     let collectives = collectives::read(&mut r)?;
     let health = health::read(&mut r)?;
+    let stop_when_sure = locate::number(&mut r, "stop-when-sure")?;
+    if let Some(p) = stop_when_sure
+        && !(p > 0.0 && p <= 50.0)
+    {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {p} for --stop-when-sure: give a percentage above 0, at most 50"
+        )));
+    }
     if !collectives.is_empty() && locate.is_some() {
         return Err(OptionsError::Unsupported(
             "--locate with --collectives is not implemented yet: run --locate in a launch of one collective".into(),
@@ -394,6 +405,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         explain,
         collectives,
         health,
+        stop_when_sure,
     };
     check_gpus_per_process(&o)?;
     let e_left_out = raw.get("maxbytes").is_none();
@@ -459,6 +471,19 @@ fn post_parse(
         return Err(OptionsError::Unsupported(format!(
             "-D {device_impl} (--device_implementation): the device-API implementations (CUDA kernels on NCCL's device API: LSA, multimem, GIN) are not built into nccl-perf; run without -D (NCCL's own implementation)"
         )));
+    }
+    if o.stop_when_sure.is_some() {
+        let with = match () {
+            _ if o.graph.is_on() => Some("-G (--cudagraph)"),
+            _ if o.per_iter => Some("-I 1 (--per_iter_timing)"),
+            _ if o.blocking != Blocking::Off => Some("-z (--blocking) other than 0"),
+            _ => None,
+        };
+        if let Some(w) = with {
+            return Err(OptionsError::Invalid(format!(
+                "--stop-when-sure times batches of iterations between two host waits: it does not combine with {w}; drop one of them"
+            )));
+        }
     }
     if o.graph.is_on() && o.stream_null {
         return Err(OptionsError::Invalid(

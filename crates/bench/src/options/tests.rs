@@ -426,3 +426,41 @@ fn locate_options_are_refused_when_they_cannot_do_what_they_say() {
         }
     }
 }
+
+#[test]
+fn stop_when_sure_takes_a_percentage_and_only_the_plain_loop() {
+    assert_eq!(parse(&[]).unwrap().options.stop_when_sure, None);
+    assert_eq!(
+        parse(&["--stop-when-sure", "0.5"])
+            .unwrap()
+            .options
+            .stop_when_sure,
+        Some(0.5)
+    );
+    for bad in ["0", "-1", "51", "nan", "x"] {
+        assert!(
+            matches!(
+                parse(&["--stop-when-sure", bad]),
+                Err(OptionsError::Invalid(_))
+            ),
+            "{bad}"
+        );
+    }
+    for (with, says) in [
+        (&["-z", "1"][..], "-z (--blocking) other than 0"),
+        (&["-G", "1"][..], "-G (--cudagraph)"),
+        (&["-I", "1"][..], "-I 1 (--per_iter_timing)"),
+    ] {
+        let mut args = vec!["--stop-when-sure", "1"];
+        args.extend_from_slice(with);
+        let Err(OptionsError::Invalid(m)) = parse(&args) else {
+            panic!("{with:?} was accepted")
+        };
+        assert!(
+            m.ends_with(&format!(
+                "it does not combine with {says}; drop one of them"
+            )),
+            "{m}"
+        );
+    }
+}

@@ -96,6 +96,8 @@ fn footer(out: &mut Output, summary: &Summary, groups: Vec<SplitGroup>) {
     out.set_split_groups(groups);
     out.finish(summary);
     out.print(&lines);
+    let sure = out.sure_line();
+    out.print(&sure);
 }
 
 /// The finish phase with `after` between the footer and the teardown: a phase that prints after

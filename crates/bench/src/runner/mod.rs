@@ -46,6 +46,7 @@ mod split_groups;
 #[cfg(feature = "test-hooks")]
 mod stall;
 mod start;
+mod sure_line;
 mod sync;
 mod threads;
 mod version;

@@ -151,6 +151,7 @@ pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
         explain: _,
         collectives: _,
         health: _,
+        stop_when_sure: _,
     } = o;
     RunInfo {
         program: program.to_string(),
@@ -279,6 +280,8 @@ pub struct Output {
     /// What opens this section before its version line (a later `--collectives` section's
     /// `# Writing ... output to` line); empty for the first.
     opening: String,
+    /// `--stop-when-sure`: what the halves used and reached.
+    sure: super::sure_line::Tally,
 }
 
 impl Output {
@@ -300,7 +303,18 @@ impl Output {
             explained: None,
             sizes: Vec::new(),
             opening: String::new(),
+            sure: Default::default(),
         }
+    }
+
+    /// Records what `--stop-when-sure` used for row `r`'s halves (nothing without it).
+    pub fn sure(&mut self, r: &RowResult, halves: [Option<super::worker::Sure>; 2], cap: i64) {
+        self.sure.add(r.size, halves, cap);
+    }
+
+    /// The line after the footer of a `--stop-when-sure` run (empty without it).
+    pub fn sure_line(&self) -> String {
+        self.sure.line()
     }
 
     /// This report with `text` printed first when its section opens ([`Output::open`]).

@@ -73,6 +73,21 @@ impl Events {
         Ok(())
     }
 
+    /// Waits for event `index` on every GPU, then the microseconds from event `start` to it
+    /// (the slowest GPU's); `--stop-when-sure`'s batches.
+    pub fn span_us(&self, start: usize, index: usize) -> Result<f64> {
+        let mut us = f64::NEG_INFINITY;
+        for events in &self.per_gpu {
+            events.ctx().make_current()?;
+            events.wait(index)?;
+            us = us.max(f64::from(events.elapsed_ms(start, index)?) * 1000.0);
+        }
+        if let Some(events) = self.per_gpu.first() {
+            events.ctx().make_current()?;
+        }
+        Ok(us)
+    }
+
     /// Microseconds per operation of each of `iters` iterations of `m` operations: the elapsed
     /// time of the iteration's event pair divided by `m`, the maximum over this thread's GPUs.
     /// The events must be complete (the streams waited for).

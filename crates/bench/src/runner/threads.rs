@@ -244,11 +244,13 @@ fn test_loops(
                         let oop = w
                             .measure(&shape, false)
                             .map_err(|x| x.during(|| what("out-of-place")))?;
+                        let sure_oop = w.sure.take();
                         let seen_oop = explain_call(w, &shape, false, arm)
                             .map_err(|x| x.during(|| what("out-of-place, --explain")))?;
                         let ip = w
                             .measure(&shape, true)
                             .map_err(|x| x.during(|| what("in-place")))?;
+                        let sure = [sure_oop, w.sure.take()];
                         let seen_ip = explain_call(w, &shape, true, arm)
                             .map_err(|x| x.during(|| what("in-place, --explain")))?;
                         if let Some(o) = out.as_deref_mut() {
@@ -261,8 +263,15 @@ fn test_loops(
                                 out_of_place: oop,
                                 in_place: ip,
                                 timestamp: e.opts.report_timestamps.then(crate::host::local_time),
-                                iterations: e.opts.iters,
+                                // --stop-when-sure: the most either half ran.
+                                iterations: sure
+                                    .iter()
+                                    .flatten()
+                                    .map(|s| s.iterations as i64)
+                                    .max()
+                                    .unwrap_or(e.opts.iters),
                             };
+                            o.sure(&r, sure, e.opts.iters);
                             if explain {
                                 o.row_explained(&r, [seen_oop, seen_ip]);
                             } else {

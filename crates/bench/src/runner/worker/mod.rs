@@ -12,7 +12,10 @@
 mod bind;
 mod explain_call;
 mod graph;
+mod sure;
 mod validate;
+
+pub use sure::Sure;
 
 use super::engine::{Engine, Shape};
 use super::interrupt;
@@ -44,6 +47,10 @@ pub struct Worker<'a> {
     /// With split groups ([`Engine::record_groups`]): this thread's own time and the bus
     /// bandwidth terms of every measurement, in order.
     pub(super) samples: Vec<GroupSample>,
+    /// With `--stop-when-sure`: what the last measured half used and reached.
+    pub sure: Option<Sure>,
+    /// With `--stop-when-sure`: the events between its batches (none otherwise).
+    sure_events: Events,
     /// Test hook: hold the streams this long before the first timed loop ([`stall`]).
     #[cfg(feature = "test-hooks")]
     stall_ms: Option<u64>,
@@ -81,6 +88,10 @@ impl<'a> Worker<'a> {
         } else {
             Events::none()
         };
+        let sure_events = match e.opts.stop_when_sure {
+            Some(_) => Events::create(&gpus, e.opts.iters as u64, false)?,
+            None => Events::none(),
+        };
         Ok(Worker {
             e,
             tid,
@@ -89,6 +100,8 @@ impl<'a> Worker<'a> {
             errors: 0,
             events,
             samples: Vec::new(),
+            sure: None,
+            sure_events,
             #[cfg(feature = "test-hooks")]
             stall_ms: stall::stall_ms(),
         })
@@ -250,16 +263,24 @@ impl<'a> Worker<'a> {
         #[cfg(feature = "test-hooks")]
         let stall_ms = self.stall_ms.take();
         let op = self.bind(s, in_place)?;
+        let first = Instant::now();
         op.issue_first()?;
         self.wait()?;
+        let first = first.elapsed().as_secs_f64();
         self.e.group.barrier()?;
         #[cfg(feature = "test-hooks")]
         if let Some(ms) = stall_ms {
             stall::inject(&self.gpus, ms)?;
         }
-        match self.e.opts.graph.launches() {
-            Some(launches) => self.graph_loop(&op, n, m, launches),
-            None => self.timed(&op, n, m),
+        match (self.e.opts.graph.launches(), self.e.opts.stop_when_sure) {
+            (Some(launches), _) => self.graph_loop(&op, n, m, launches),
+            // The options refuse it with -z, -I and -G.
+            (None, Some(percent)) => {
+                let (cpu, time, sure) = self.timed_until_sure(&op, (n, m), first, percent)?;
+                self.sure = Some(sure);
+                Ok((cpu, time))
+            }
+            (None, None) => self.timed(&op, n, m),
         }
     }
 
