@@ -308,7 +308,7 @@ impl Output {
     }
 
     /// Records what `--stop-when-sure` used for row `r`'s halves (nothing without it).
-    pub fn sure(&mut self, r: &RowResult, halves: [Option<super::worker::Sure>; 2], cap: i64) {
+    pub fn sure(&mut self, r: &RowResult, halves: [Option<super::sure_line::Sure>; 2], cap: i64) {
         self.sure.add(r.size, halves, cap);
     }
 

@@ -1,7 +1,15 @@
 //! `--stop-when-sure`'s line after the footer: how many halves stopped before `-n`, the
 //! iterations used, and the confidence reached. No word of it is `bandwidth` or `FAILED`.
 
-use super::worker::Sure;
+/// What one half of a row used and reached under `--stop-when-sure`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sure {
+    /// Timed iterations run.
+    pub iterations: u64,
+    /// The 95 % confidence half-width over the mean, percent (the worst thread's), when
+    /// batches were timed.
+    pub half_width: Option<f64>,
+}
 
 /// What the halves of a run used and reached.
 #[derive(Debug, Default, Clone, PartialEq)]

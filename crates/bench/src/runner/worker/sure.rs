@@ -9,20 +9,11 @@ use super::Worker;
 use crate::bootstrap::Reduce;
 use crate::error::Result;
 use crate::gpu::op::BoundOp;
+pub use crate::runner::sure_line::Sure;
 use std::time::Instant;
 
 /// A batch's shortest duration, seconds (its mean is one sample of the statistics).
 pub const BATCH_SECONDS: f64 = 0.001;
-
-/// What one half of a row used and reached.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sure {
-    /// Timed iterations run.
-    pub iterations: u64,
-    /// The 95 % confidence half-width over the mean, percent (the worst thread's), when
-    /// batches were timed.
-    pub half_width: Option<f64>,
-}
 
 /// Student's t for a two-sided 95 % interval with `df` degrees of freedom (1.96 from 30 on).
 fn t95(df: usize) -> f64 {
