@@ -234,3 +234,6 @@ impl Mpi {
         status("MPI_Abort", rc)
     }
 }
+
+#[cfg(test)]
+mod tests;
