@@ -109,22 +109,13 @@ fn mpiexec_hydra_sixteen_processes_meet_through_mpichs_library() {
     hydra_through_mpichs_library(16);
 }
 
-#[test]
-fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
-    // The second program never initialises MPI: MPI_Init waits for it until the bootstrap
-    // timeout, then one line names the engine and the run ends with exit 4.
-    if !have("mpirun", "openmpi-bin") {
-        return;
-    }
-    let o = Command::new("timeout")
-        .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe"])
-        .args([
-            "-x",
-            "NCCL_PERF_BOOTSTRAP_TIMEOUT",
-            "-x",
-            "NCCL_PERF_BOOTSTRAP",
-        ])
-        .args(["-np", "1"])
+/// An MPMD launch whose second program never initialises MPI: MPI_Init waits for it until the
+/// bootstrap timeout, then one line names the engine and the run ends with exit 4.
+fn a_process_that_never_arrives(launcher: &[&str], np: &str, lib: Option<&str>, engine: &str) {
+    let mut c = Command::new("timeout");
+    c.arg("60")
+        .args(launcher)
+        .args([np, "1"])
         .args(crate::programs::program_words(env!(
             "CARGO_BIN_EXE_all_reduce_perf"
         )))
@@ -135,7 +126,7 @@ fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
             "-e",
             "8",
             ":",
-            "-np",
+            np,
             "1",
             "sleep",
             "6",
@@ -144,9 +135,11 @@ fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
         .env("NCCL_PERF_BOOTSTRAP", "mpilib")
         .env_remove("NCCL_PERF_RENDEZVOUS")
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("the launcher runs");
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    if let Some(l) = lib {
+        c.env("NCCL_PERF_MPI_LIB", l);
+    }
+    let o = c.output().expect("the launcher runs");
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(4), "{out}{err}");
     let line = err
@@ -154,8 +147,36 @@ fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
         .find(|l| l.contains("timed out"))
         .unwrap_or_else(|| panic!("{out}{err}"));
     assert!(
-        line.contains("MPI library (Open MPI") && line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"),
+        line.contains(engine)
+            && line.contains("MPI_Init")
+            && line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"),
         "{line}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
+    if have("mpirun", "openmpi-bin") {
+        let l = [
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-x",
+            "NCCL_PERF_BOOTSTRAP_TIMEOUT",
+            "-x",
+            "NCCL_PERF_BOOTSTRAP",
+        ];
+        a_process_that_never_arrives(&l, "-np", None, "MPI library (Open MPI");
+    }
+}
+
+#[test]
+fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
+    if !have("mpiexec.hydra", "mpich") || emulated("MPICH's library (none in the sysroot)") {
+        return;
+    }
+    if let Some(lib) = mpich_library() {
+        a_process_that_never_arrives(&["mpiexec.hydra"], "-n", Some(&lib), "MPI library (MPICH");
+    }
 }
