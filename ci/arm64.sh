@@ -95,7 +95,8 @@ if [ "$mpi" = 1 ]; then
   step "build (mpi)" cargo build --locked --target "$TRIPLE" --features mpi
   is_arm64 "$bin" || die "$bin is not an aarch64 binary"
   # NEEDED libmpi.so.40: the MPI build, not the default one under the same name.
-  grep -q -a 'libmpi\.so\.40' "$bin" || die "the mpi build of all_reduce_perf does not link libmpi.so.40"
+  # (Every build holds the text: the default one may open the launcher's MPI at run time.)
+  readelf -d "$bin" | grep -q 'NEEDED.*\[libmpi\.so\.40' || die "the mpi build of all_reduce_perf does not link libmpi.so.40"
   if [ "$tests" = 1 ]; then
     step "qemu tests (mpi)" cargo test --locked --no-fail-fast --target "$TRIPLE" --features mpi,test-hooks \
       --test integration -- bootstrap:: rank_faults:: cli::

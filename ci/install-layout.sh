@@ -141,11 +141,20 @@ if [ "$tool" = 1 ]; then
 fi
 
 # Whether the binaries in --from are an MPI build: they name libmpi in their dynamic section
-# (NEEDED libmpi.so.40). Empty when --from has no all_reduce_perf to look at.
+# (NEEDED libmpi.so.40). Empty when --from has no all_reduce_perf to look at. Every build holds
+# the text libmpi.so.40 (the default one may open the launcher's MPI library at run time), so
+# only the NEEDED entry counts: readelf's, else the name alone between NULs (.dynstr).
+links_libmpi() {
+  if command -v readelf >/dev/null 2>&1; then
+    readelf -d "$1" 2>/dev/null | grep -q 'NEEDED.*\[libmpi\.so'
+  else
+    grep -q -a -P '\x00libmpi\.so\.[0-9]+\x00' "$1"
+  fi
+}
 mpi_build() {
   local f="$from/all_reduce_perf"
   [ -f "$f" ] || return 2
-  grep -q -a 'libmpi\.so' "$f"
+  links_libmpi "$f"
 }
 
 # The other name of each benchmark (--both-names), when the build is an MPI one.
@@ -201,7 +210,7 @@ done
 if [ "$mpi" = 1 ]; then
   # An MPI build names libmpi in its dynamic section (NEEDED libmpi.so.40).
   for s in "${sources[@]:0:${#BENCHMARKS[@]}}"; do
-    grep -q -a 'libmpi\.so' "$from/$s" \
+    links_libmpi "$from/$s" \
       || die "$from/$s was built without MPI: build with 'cargo build --release$features', or drop --mpi"
   done
 fi

@@ -587,7 +587,9 @@ fn hostile_environments(_tmp: &Path) -> Vec<Case> {
             "bad bootstrap choice",
             &["--dry-run"],
             &[("NCCL_PERF_BOOTSTRAP", "bogus")],
-            Args("NCCL_PERF_BOOTSTRAP='bogus' is not one of auto, mpi, pmi, pmix, env, single"),
+            Args(
+                "NCCL_PERF_BOOTSTRAP='bogus' is not one of auto, mpi, mpilib, pmi, pmix, env, single",
+            ),
         ),
         with_env(
             "bad bootstrap timeout",

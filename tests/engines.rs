@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 
 /// Whether `tool` runs here; under CI it must.
-fn have(tool: &str, package: &str) -> bool {
+pub(crate) fn have(tool: &str, package: &str) -> bool {
     if Command::new(tool).arg("--version").output().is_ok() {
         return true;
     }
@@ -28,7 +28,7 @@ fn have(tool: &str, package: &str) -> bool {
 
 /// `launcher` (its words, ending with the process-count option) with `np` processes of the
 /// benchmark in a dry run, under `timeout`, in a clean launcher environment plus `env`.
-fn run(launcher: &[&str], np: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
+pub(crate) fn run(launcher: &[&str], np: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut c = Command::new("timeout");
     c.arg("90")
         .args(launcher)
@@ -58,16 +58,16 @@ fn run(launcher: &[&str], np: usize, env: &[(&str, &str)], args: &[&str]) -> Out
     c.output().expect("the launcher runs")
 }
 
-const MPIRUN: &[&str] = &["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"];
-const HYDRA: &[&str] = &["mpiexec.hydra", "-n"];
+pub(crate) const MPIRUN: &[&str] = &["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"];
+pub(crate) const HYDRA: &[&str] = &["mpiexec.hydra", "-n"];
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 /// The job printed one plan of `np` processes, met through `engine`, each with its own rank
 /// and local rank (one host).
-fn one_plan(o: &Output, np: usize, engine: &str) {
+pub(crate) fn one_plan(o: &Output, np: usize, engine: &str) {
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert_eq!(out.matches("# nccl-perf dry run").count(), 1, "{out}");
@@ -137,30 +137,38 @@ fn mpiexec_hydra_pmi_port_model_meets_through_pmi1() {
 }
 
 #[test]
-fn a_missing_pmix_library_is_one_line_naming_what_to_set() {
+fn missing_pmix_and_mpi_libraries_are_one_line_naming_what_to_set() {
+    // Without libpmix.so.2 the MPI library starts the job (`mpilib.rs`); without both, one
+    // line names both and what to set.
     if !have("mpirun", "openmpi-bin") {
         return;
     }
-    let lib = "/nonexistent/libpmix.so.2";
+    let (pmix, mpi) = ("/nonexistent/libpmix.so.2", "/nonexistent/libmpi.so.40");
     let launcher = [
         MPIRUN[0],
         MPIRUN[1],
         MPIRUN[2],
         "-x",
         "NCCL_PERF_PMIX_LIB",
+        "-x",
+        "NCCL_PERF_MPI_LIB",
         "-np",
     ];
-    let o = run(&launcher, 2, &[("NCCL_PERF_PMIX_LIB", lib)], &[]);
+    let env = [("NCCL_PERF_PMIX_LIB", pmix), ("NCCL_PERF_MPI_LIB", mpi)];
+    let o = run(&launcher, 2, &env, &[]);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_ne!(o.status.code(), Some(0), "{out}{err}");
     assert!(!out.contains("dry run"), "{out}");
     let line = err
         .lines()
-        .find(|l| l.contains("PMIX_RANK is set but libpmix.so.2 was not found"))
+        .find(|l| {
+            l.contains("OMPI_COMM_WORLD_SIZE is set but neither libpmix.so.2 nor libmpi.so.40")
+        })
         .unwrap_or_else(|| panic!("{err}"));
     assert!(
-        line.contains(lib)
-            && line.contains("NCCL_PERF_PMIX_LIB=")
+        line.contains(pmix)
+            && line.contains(mpi)
+            && line.contains("NCCL_PERF_MPI_LIB=")
             && line.contains("NCCL_PERF_RENDEZVOUS="),
         "{line}"
     );

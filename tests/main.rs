@@ -17,10 +17,12 @@ mod cli;
 mod cli_hostile;
 mod collectives;
 mod dry_run_text;
-// The default build under mpirun (PMIx) and mpiexec.hydra (PMI-1).
+// The default build under mpirun (PMIx) and mpiexec.hydra (PMI-1), and through the MPI
+// library those launchers came with.
 mod engines;
 mod env_faults;
 mod json_secrets;
+mod mpilib;
 // Needs the test hooks (cargo feature `test-hooks`) that release builds leave out.
 #[cfg(feature = "test-hooks")]
 mod rank_faults;

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 mod wire_up;
-pub use wire_up::{EngineLaunch, Kind, env_local_rank};
+pub use wire_up::{EngineLaunch, Kind, env_local_rank, mpi_marker};
 
 /// Reads one environment variable (`None` when unset or not UTF-8).
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -95,7 +95,7 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
             };
             let offered = match kind {
                 Kind::Pmi1 => env("PMI_FD").is_some() || env("PMI_PORT").is_some(),
-                Kind::Pmix => env("PMIX_RANK").is_some() || env("PMIX_NAMESPACE").is_some(),
+                _ => env("PMIX_RANK").is_some() || env("PMIX_NAMESPACE").is_some(),
             };
             if !offered {
                 return Err(Error::Launch(format!(
@@ -108,6 +108,10 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
                 )));
             }
             return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
+        }
+        "mpilib" => {
+            return engine_launch(env, timeout, Kind::MpiLib, None)
+                .map(|e| Launch::Engine(Box::new(e)));
         }
         "mpi" => {
             return Err(Error::Launch(
@@ -130,7 +134,7 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, pmi, pmix, env, single"
+                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, mpilib, pmi, pmix, env, single"
             )));
         }
     }
@@ -140,6 +144,16 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
     // The launcher's wire-up, unless the user named the rendezvous (that wins).
     let user_address = env(RENDEZVOUS.name).is_some_and(|v| !v.trim().is_empty());
     if !user_address && let Some(kind) = Kind::from_env(env) {
+        // An MPI launcher with no wire-up we speak: its variables alone where they do (one
+        // process, or Slurm's node list), else its MPI library.
+        if kind == Kind::MpiLib {
+            if let Ok(Some(t)) = from_launcher(env, timeout, !mpi_built)
+                && (t.size <= 1 || !t.host.is_empty())
+            {
+                return Ok(Launch::Tcp(t));
+            }
+            return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
+        }
         let fallback = from_launcher(env, timeout, !mpi_built)
             .ok()
             .flatten()
@@ -166,7 +180,11 @@ fn engine_launch(
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
     let base = TcpLaunch {
-        launcher: if kind == Kind::Pmi1 { "PMI-1" } else { "PMIx" },
+        launcher: match kind {
+            Kind::Pmi1 => "PMI-1",
+            Kind::Pmix => "PMIx",
+            Kind::MpiLib => "MPI library",
+        },
         rank: 0,
         size: 0,
         local_rank: env_local_rank(env),

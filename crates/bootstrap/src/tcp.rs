@@ -514,6 +514,7 @@ impl Bootstrap for TcpBootstrap {
         // A job formed through the launcher's wire-up (engine/) says so.
         let how = match self.launcher {
             "PMIx" | "PMI-1" => "wire-up",
+            l if l.starts_with("MPI library") => "to start",
             _ => "environment",
         };
         format!(

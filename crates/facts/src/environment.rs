@@ -74,7 +74,7 @@ pub const TESTS_SPLIT_MASK: Variable = user(
 /// `NCCL_PERF_BOOTSTRAP`.
 pub const BOOTSTRAP: Variable = user(
     "NCCL_PERF_BOOTSTRAP",
-    "How the processes of a job meet: mpi, pmi, pmix, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's PMIx or PMI-1 wire-up to start a TCP rendezvous, else the launcher's environment, else one process).",
+    "How the processes of a job meet: mpi, mpilib, pmi, pmix, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's PMIx or PMI-1 wire-up to start a TCP rendezvous, else the MPI library the launcher came with, opened at run time to start it, else the launcher's environment, else one process).",
 );
 /// `NCCL_PERF_RENDEZVOUS`.
 pub const RENDEZVOUS: Variable = user(
@@ -85,6 +85,11 @@ pub const RENDEZVOUS: Variable = user(
 pub const PMIX_LIB: Variable = user(
     "NCCL_PERF_PMIX_LIB",
     "Path of libpmix.so.2 to start through PMIx (default: the loader's path, $OPAL_PREFIX/lib, the lib/ beside mpirun in PATH).",
+);
+/// `NCCL_PERF_MPI_LIB`.
+pub const MPI_LIB: Variable = user(
+    "NCCL_PERF_MPI_LIB",
+    "Path of the MPI library to start through when the launcher's PMIx or PMI-1 cannot be reached (Open MPI's libmpi.so.40 or the MPICH ABI's libmpi.so.12; default: the loader's path, then lib/ under $OPAL_PREFIX, $MPI_HOME, $I_MPI_ROOT and beside mpirun/mpiexec in PATH).",
 );
 /// `NCCL_PERF_RENDEZVOUS_PORT`.
 pub const RENDEZVOUS_PORT: Variable = user(
@@ -187,6 +192,7 @@ pub const VARIABLES: &[Variable] = &[
     BOOTSTRAP,
     RENDEZVOUS,
     PMIX_LIB,
+    MPI_LIB,
     RENDEZVOUS_PORT,
     RENDEZVOUS_BIND,
     RENDEZVOUS_KEY,

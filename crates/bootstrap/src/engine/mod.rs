@@ -8,6 +8,7 @@
 
 #[allow(unsafe_code)]
 mod ffi;
+mod mpilib;
 mod pmi1;
 mod pmix;
 
@@ -71,14 +72,42 @@ const GOODBYE: Duration = Duration::from_secs(1);
 /// Whether `err` says only that the engine's library is not installed (then a launcher's own
 /// variables may still do).
 pub fn unavailable(err: &Error) -> bool {
-    matches!(err, Error::Launch(m) if m.starts_with(pmix::NOT_FOUND))
+    matches!(err, Error::Launch(m) if m.starts_with(pmix::NOT_FOUND) || mpilib::not_found(m))
 }
 
 /// Opens the engine `kind` of this process' launcher; every wait ends by `deadline`.
 pub fn open(kind: Kind, env: Env, deadline: Instant) -> Result<Box<dyn Engine>> {
     match kind {
         Kind::Pmi1 => open_pmi1(env, deadline),
-        Kind::Pmix => pmix::PmixEngine::open(env, deadline).map(|e| Box::new(e) as _),
+        Kind::Pmix => open_pmix(env, deadline),
+        Kind::MpiLib => {
+            let why = crate::launch::mpi_marker(env).unwrap_or("NCCL_PERF_BOOTSTRAP=mpilib");
+            mpilib::MpiLibEngine::open(env, deadline, why, None).map(|e| Box::new(e) as _)
+        }
+    }
+}
+
+/// PMIx; where its library is missing and an MPI launcher's variable is set, the MPI library.
+fn open_pmix(env: Env, deadline: Instant) -> Result<Box<dyn Engine>> {
+    match (pmix::find(env), crate::launch::mpi_marker(env)) {
+        (Ok(lib), _) => pmix::PmixEngine::start(lib, env, deadline).map(|e| Box::new(e) as _),
+        (Err(tried), Some(why)) => {
+            mpilib::MpiLibEngine::open(env, deadline, why, Some(&tried)).map(|e| Box::new(e) as _)
+        }
+        (Err(_), None) => pmix::PmixEngine::open(env, deadline).map(|e| Box::new(e) as _),
+    }
+}
+
+/// The launcher name a formed job reports (the dry run's bootstrap line), from the engine's.
+fn launcher_of(name: &str) -> &'static str {
+    if name.starts_with("PMIx") {
+        "PMIx"
+    } else if name.starts_with("MPI library (Open MPI") {
+        mpilib::OPEN_MPI
+    } else if name.starts_with("MPI library") {
+        mpilib::MPICH
+    } else {
+        "PMI-1"
     }
 }
 
@@ -260,11 +289,7 @@ pub fn form(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
 fn form_inner(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
     let (rank, size) = (engine.rank(), engine.size());
     let mut launch = base.clone();
-    launch.launcher = if engine.name().starts_with("PMIx") {
-        "PMIx"
-    } else {
-        "PMI-1"
-    };
+    launch.launcher = launcher_of(&engine.name());
     launch.rank = rank;
     launch.size = size;
     launch.job = engine.job();

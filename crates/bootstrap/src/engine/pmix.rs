@@ -64,6 +64,22 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
     out
 }
 
+/// Opens the first library of [`library_places`] that opens; else what was tried.
+pub fn find(env: Env) -> std::result::Result<Pmix, Vec<String>> {
+    let mut tried = Vec::new();
+    for p in &library_places(env) {
+        if p.is_absolute() && !p.exists() {
+            tried.push(p.display().to_string());
+            continue;
+        }
+        match Pmix::open(p) {
+            Ok(l) => return Ok(l),
+            Err(e) => tried.push(e),
+        }
+    }
+    Err(tried)
+}
+
 /// A PMIx session.
 pub struct PmixEngine {
     lib: Arc<Pmix>,
@@ -77,30 +93,19 @@ pub struct PmixEngine {
 impl PmixEngine {
     /// Finds and opens the library, initialises it and reads the job's size.
     pub fn open(env: Env, deadline: Instant) -> Result<PmixEngine> {
-        let places = library_places(env);
-        let mut tried = Vec::new();
-        let mut lib = None;
-        for p in &places {
-            if p.is_absolute() && !p.exists() {
-                tried.push(p.display().to_string());
-                continue;
-            }
-            match Pmix::open(p) {
-                Ok(l) => {
-                    lib = Some(l);
-                    break;
-                }
-                Err(e) => tried.push(e),
-            }
-        }
-        let Some(lib) = lib else {
-            return Err(Error::Launch(format!(
+        let lib = find(env).map_err(|tried| {
+            Error::Launch(format!(
                 "{NOT_FOUND} {PMIX_LIB_NAME} was not found ({}); set {}=/path/to/{PMIX_LIB_NAME} \
                  or NCCL_PERF_RENDEZVOUS=host:port",
                 tried.join("; "),
                 nccl_perf_facts::environment::PMIX_LIB.name
-            )));
-        };
+            ))
+        })?;
+        PmixEngine::start(lib, env, deadline)
+    }
+
+    /// Initialises the opened library `lib` and reads the job's size.
+    pub fn start(lib: Pmix, env: Env, deadline: Instant) -> Result<PmixEngine> {
         let mut e = PmixEngine {
             lib: Arc::new(lib),
             nspace: env("PMIX_NAMESPACE").unwrap_or_default(),

@@ -145,6 +145,14 @@ fn openmpi_without_mpi_needs_a_rendezvous() {
         ("SLURM_PROCID", "0"),
         ("SLURM_NTASKS", "1"),
     ];
+    // Without a wire-up we speak, the launcher's MPI library starts the job.
+    match detect_with(&mpirun, false) {
+        Ok(Launch::Engine(e)) => assert_eq!(e.kind, Kind::MpiLib),
+        other => panic!("{other:?}"),
+    }
+    // Asked for the launcher's variables alone: the wrong launch it always was.
+    let mut mpirun = mpirun.to_vec();
+    mpirun.push(("NCCL_PERF_BOOTSTRAP", "env"));
     // Local rank 1: one line that points at the node's first process (which explains).
     let e = launch_error(&mpirun, false);
     assert_eq!(
@@ -197,7 +205,14 @@ fn mpi_builds_use_mpi_under_mpi_launchers() {
     )
     .unwrap();
     assert!(matches!(t, Launch::Tcp(_)), "{t:?}");
-    let e = launch_error(&[("PMI_RANK", "0"), ("PMI_SIZE", "3")], false);
+    let e = launch_error(
+        &[
+            ("PMI_RANK", "0"),
+            ("PMI_SIZE", "3"),
+            ("NCCL_PERF_BOOTSTRAP", "env"),
+        ],
+        false,
+    );
     assert!(e.contains("rank 0 of 3"), "{e}");
     // No local rank (PMIx, PMI): rank 0 explains, the others point at it.
     let e = launch_error(&[("PMIX_RANK", "2")], false);

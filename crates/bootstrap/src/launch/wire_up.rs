@@ -8,8 +8,12 @@ use super::{Env, TcpLaunch};
 pub enum Kind {
     /// The PMI-1 wire protocol (`PMI_FD` or `PMI_PORT`).
     Pmi1,
-    /// PMIx through `libpmix.so.2` (`PMIX_RANK`, `PMIX_NAMESPACE`).
+    /// PMIx through `libpmix.so.2` (`PMIX_RANK`, `PMIX_NAMESPACE`); where that library is
+    /// missing under an MPI launcher, the MPI library.
     Pmix,
+    /// The launcher's MPI library opened at run time (an MPI launcher's variables without a
+    /// PMIx or PMI-1 we reach, or `NCCL_PERF_BOOTSTRAP=mpilib`).
+    MpiLib,
 }
 
 impl Kind {
@@ -20,9 +24,28 @@ impl Kind {
             Some(Kind::Pmix)
         } else if env("PMI_FD").is_some() || env("PMI_PORT").is_some() {
             Some(Kind::Pmi1)
+        } else if mpi_marker(env).is_some() {
+            Some(Kind::MpiLib)
         } else {
             None
         }
+    }
+}
+
+/// The variable that says an MPI launcher started this process, if one does: Open MPI's
+/// `OMPI_COMM_WORLD_SIZE`, `PMI_RANK`/`PMI_SIZE` without `PMI_FD`/`PMI_PORT` (Cray MPICH,
+/// Intel MPI), PALS' `PALS_RANKID`, Hydra's `MPI_LOCALRANKID`.
+pub fn mpi_marker(env: Env) -> Option<&'static str> {
+    let pmi_without_wire =
+        env("PMI_RANK").is_some() && env("PMI_FD").is_none() && env("PMI_PORT").is_none();
+    if env("OMPI_COMM_WORLD_SIZE").is_some() {
+        Some("OMPI_COMM_WORLD_SIZE")
+    } else if pmi_without_wire && env("PMI_SIZE").is_some() {
+        Some("PMI_RANK")
+    } else {
+        ["PALS_RANKID", "MPI_LOCALRANKID"]
+            .into_iter()
+            .find(|v| env(v).is_some())
     }
 }
 
