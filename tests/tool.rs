@@ -237,6 +237,31 @@ fn a_log_of_several_collectives_in_one_launch_reads_section_by_section() {
     };
     let printed = stdout(&tool(&["report", &log.to_string_lossy()]));
     assert_eq!(nccl_tests_lines(&printed), nccl_tests_lines(&read(&log)));
+    // compare of two such launches pairs the sections by program and says which is which.
+    let other = log.with_file_name("r3.ours-one.out");
+    let cmp = stdout(&tool(&[
+        "compare",
+        &log.to_string_lossy(),
+        &other.to_string_lossy(),
+        "--max-regression",
+        "1",
+    ]));
+    for p in [
+        "all_reduce_perf",
+        "all_gather_perf",
+        "reduce_scatter_perf",
+        "alltoall_perf",
+        "sendrecv_perf",
+    ] {
+        assert!(cmp.contains(&format!("\n# {p}\n")), "{cmp}");
+    }
+    assert!(cmp.contains("# 155 sizes in both runs"), "{cmp}");
+    assert!(
+        cmp.lines()
+            .filter(|l| l.starts_with("# regression: "))
+            .all(|l| l.contains("_perf: ")),
+        "{cmp}"
+    );
 }
 
 #[test]

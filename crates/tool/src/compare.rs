@@ -119,7 +119,15 @@ pub fn compare(
     let (mut matched, mut only_base, mut compared) = (0, 0, 0);
     let mut ratios = Vec::new();
     let mut regressions = Vec::new();
+    let mut heading = None;
     for run in base {
+        // Several tests a side (a `--collectives` log's sections, several logs): each test's
+        // rows under its program's name, and the name in its regression lines.
+        let program = if with_program {
+            format!("{}: ", run.info.program)
+        } else {
+            String::new()
+        };
         for b in &run.rows {
             let k = key(run, b, with_program);
             if !seen.insert(k.clone()) {
@@ -129,6 +137,10 @@ pub fn compare(
                 only_base += 1;
                 continue;
             };
+            if with_program && heading != Some(&run.info.program) {
+                heading = Some(&run.info.program);
+                text += &format!("# {}\n", run.info.program);
+            }
             matched += 1;
             text += &format!("{:12}  {:>8}  {:>6}  {:>6}", b.size, b.dtype, b.op, b.root);
             for in_place in [false, true] {
@@ -164,7 +176,7 @@ pub fn compare(
                 {
                     let half = if in_place { "in-place" } else { "out-of-place" };
                     regressions.push(format!(
-                        "{} B {} {half}: {} -> {} {unit} ({:+.1}%)",
+                        "{program}{} B {} {half}: {} -> {} {unit} ({:+.1}%)",
                         b.size,
                         b.dtype,
                         c_g(bv),
