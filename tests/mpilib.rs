@@ -81,7 +81,8 @@ fn mpich_library() -> Option<String> {
 }
 
 fn hydra_through_mpichs_library(np: usize) {
-    if !have("mpiexec.hydra", "mpich") || emulated("MPICH's library (none in the sysroot)") {
+    // The emulator first: nothing is started for a case that is skipped there.
+    if emulated("MPICH's library (none in the sysroot)") || !have("mpiexec.hydra", "mpich") {
         return;
     }
     let Some(lib) = mpich_library() else {
@@ -173,7 +174,7 @@ fn mpirun_a_process_that_never_arrives_ends_by_the_timeout() {
 
 #[test]
 fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
-    if !have("mpiexec.hydra", "mpich") || emulated("MPICH's library (none in the sysroot)") {
+    if emulated("MPICH's library (none in the sysroot)") || !have("mpiexec.hydra", "mpich") {
         return;
     }
     if let Some(lib) = mpich_library() {
