@@ -11,12 +11,8 @@ RANKS=${RANKS:-4}
 export NCCL_NVLS_ENABLE=0
 S=$O/summary.txt
 : > "$S"
-timed() {
-  local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$O/$name.time" "$@" > "$O/$name.out" 2>&1
-  local rc=$?
-  echo "$name $(tail -1 "$O/$name.time") rc=$rc" >> "$S"
-}
+# shellcheck source=ci/gpu-timed.sh
+. "$(dirname "$0")/gpu-timed.sh"
 mkdir -p "$O/files"
 timed health "$D/all_reduce_perf" --health -J "$O/files/check.json" \
   --health-json "$O/files/health.json" --health-prom "$O/files/node.prom"

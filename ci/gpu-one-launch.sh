@@ -22,13 +22,8 @@ export NCCL_NVLS_ENABLE=0
 S=$O/summary.txt
 : > "$S"
 
-# timed NAME CMD...: runs CMD (stdout and stderr to OUT/NAME.out), appends "NAME wall_s rss_kb rc".
-timed() {
-  local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$O/$name.time" "$@" > "$O/$name.out" 2>&1
-  local rc=$?
-  echo "$name $(tail -1 "$O/$name.time") rc=$rc" >> "$S"
-}
+# shellcheck source=ci/gpu-timed.sh
+. "$(dirname "$0")/gpu-timed.sh"
 
 # five NAME BIN_DIR [LAUNCH...]: the five programs one after the other.
 five() {

@@ -13,12 +13,8 @@ LIST=all_reduce,all_gather,reduce_scatter,alltoall,sendrecv
 ARGS=(-b 8 -e 8G -f 2 -g 1)
 S=$O/summary.txt
 : > "$S"
-timed() {
-  local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$O/$name.time" "$@" > "$O/$name.out" 2>&1
-  local rc=$?
-  echo "$name $(tail -1 "$O/$name.time") rc=$rc" >> "$S"
-}
+# shellcheck source=ci/gpu-timed.sh
+. "$(dirname "$0")/gpu-timed.sh"
 for ((i = 1; i <= ROUNDS; i++)); do
   order="full sure theirs"
   ((i % 2)) || order="theirs sure full"

@@ -199,17 +199,27 @@ fn the_users_rendezvous_and_forced_modes_still_win() {
 /// An MPMD launch whose second program never reaches the engine's fence: the benchmark stops
 /// by its bootstrap timeout with one line naming the engine, exit 4.
 fn a_process_that_never_arrives(launcher: &str, np: &str, engine: &str) {
-    let mut c = Command::new("timeout");
-    c.args(["60", launcher]);
+    let mut words = vec![launcher];
     if launcher == "mpirun" {
-        c.args([
+        words.extend([
             "--allow-run-as-root",
             "--oversubscribe",
             "-x",
             "NCCL_PERF_BOOTSTRAP_TIMEOUT",
         ]);
     }
-    c.args([np, "1"])
+    let line = never_arriving(&words, np, &[]);
+    assert!(line.contains(engine), "{line}");
+}
+
+/// An MPMD launch by `launcher` (its words) whose second program (`sleep 6`) never joins, with
+/// a bootstrap timeout of 2 s and `env` set: the run must end with exit 4 and one line saying
+/// what timed out, which is returned.
+pub(crate) fn never_arriving(launcher: &[&str], np: &str, env: &[(&str, &str)]) -> String {
+    let mut c = Command::new("timeout");
+    c.arg("60")
+        .args(launcher)
+        .args([np, "1"])
         .args(programs::program_words(BIN))
         .args([
             "--dry-run",
@@ -227,19 +237,18 @@ fn a_process_that_never_arrives(launcher: &str, np: &str, engine: &str) {
         .env_remove("NCCL_PERF_BOOTSTRAP")
         .env_remove("NCCL_PERF_RENDEZVOUS")
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .envs(env.iter().copied());
     let o = c.output().expect("the launcher runs");
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(4), "{out}{err}");
+    assert!(!err.contains("panicked"), "{err}");
     let line = err
         .lines()
         .find(|l| l.contains("timed out"))
         .unwrap_or_else(|| panic!("{out}{err}"));
-    assert!(
-        line.contains(engine) && line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"),
-        "{line}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
+    assert!(line.contains("NCCL_PERF_BOOTSTRAP_TIMEOUT"), "{line}");
+    line.to_string()
 }
 
 #[test]
