@@ -360,7 +360,7 @@ fn main() {
     let version = nccl.version().expect("version");
     let devices = nccl_perf_bench::runner::discover::devices(0, 1).expect("device 0");
     let id = nccl.unique_id().expect("unique id");
-    let (ctx, comm) = setup::init_comms(nccl, &devices, &id, 1, 0, version, None)
+    let (ctx, comm) = setup::init_comms(nccl, &devices, &[id], 1, 0, version, None)
         .expect("comm")
         .remove(0);
     let sizes = BufferSizes {

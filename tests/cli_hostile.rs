@@ -665,6 +665,12 @@ fn hostile_environments(_tmp: &Path) -> Vec<Case> {
             &[("NCCL_PERF_CORRUPT", "sideways:1")],
             Args("NCCL_PERF_CORRUPT='sideways:1'"),
         ),
+        with_env(
+            "bad number of init roots",
+            &["-b", "8", "-e", "8"],
+            &[("NCCL_PERF_INIT_ROOTS", "0")],
+            Args("NCCL_PERF_INIT_ROOTS='0' is neither auto nor a number of roots"),
+        ),
     ]
 }
 

@@ -16,6 +16,7 @@ mod auth;
 mod engine;
 mod error;
 pub mod fingerprint;
+pub mod ids;
 mod launch;
 pub mod local;
 #[cfg(feature = "mpi")]
@@ -94,6 +95,32 @@ pub trait Bootstrap: Sync {
     /// Hands the 128-byte NCCL unique id of the first process of each group to every process of
     /// that group.
     fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()>;
+    /// Shares several NCCL unique ids within each group (`ncclCommInitRankScalable`): `mine`
+    /// are the ids this process made, numbered below `count` (the group's number of ids, the
+    /// same on every process of the group); every process gets its group's `count` ids in
+    /// number order. By default an allgather of every contribution (each process picks its
+    /// group's); over TCP rank 0 sends each process only its group's ids.
+    fn share_ids(&self, mine: &[ids::NumberedId], count: usize) -> Result<Vec<[u8; 128]>> {
+        let color = self.group().color;
+        let text = format!("{color} {}", engine::hex(&ids::encode(count, mine)));
+        let all = self.allgather(text)?;
+        let read: Vec<(i64, Vec<u8>)> = all
+            .iter()
+            .filter_map(|t| {
+                let (c, h) = t.split_once(' ')?;
+                Some((c.parse().ok()?, engine::unhex(h)?))
+            })
+            .collect();
+        let bodies: Vec<&[u8]> = read.iter().map(|(_, b)| &b[..]).collect();
+        let colors: Vec<i64> = read.iter().map(|(c, _)| *c).collect();
+        let answer = ids::route(&bodies, &colors)
+            .into_iter()
+            .zip(&colors)
+            .find(|(_, c)| **c == color)
+            .map(|(a, _)| a)
+            .unwrap_or_default();
+        ids::finish(&answer, count).map_err(|e| Error::Internal(format!("sharing NCCL ids: {e}")))
+    }
     /// Collects one text block per process on rank 0, in rank order (others get an empty list).
     fn gather(&self, text: String) -> Result<Vec<String>>;
     /// Collects one text block per process on every process, in rank order (what `--locate`
@@ -233,7 +260,69 @@ mod tests {
         assert_eq!(b.allreduce(2.5, Reduce::Max).unwrap(), 2.5);
         assert_eq!(b.gather("x".into()).unwrap(), vec!["x".to_string()]);
         assert_eq!(b.allgather("y".into()).unwrap(), vec!["y".to_string()]);
+        assert_eq!(b.share_ids(&[(0, [7; 128])], 1).unwrap(), vec![[7; 128]]);
         assert_eq!(Reduce::Min.apply(1.0, 2.0), 1.0);
         assert_eq!(Reduce::Sum.apply(1.0, 2.0), 3.0);
+    }
+
+    /// A process of colour 1 whose allgather answers what three processes (two groups) sent.
+    struct Sharing(std::sync::Mutex<Vec<String>>);
+    impl Bootstrap for Sharing {
+        fn world_size(&self) -> usize {
+            3
+        }
+        fn world_rank(&self) -> usize {
+            1
+        }
+        fn local_rank(&self) -> usize {
+            1
+        }
+        fn group(&self) -> Group {
+            Group {
+                color: 1,
+                rank: 0,
+                size: 2,
+            }
+        }
+        fn describe(&self) -> String {
+            String::new()
+        }
+        fn barrier(&self) -> Result<()> {
+            Ok(())
+        }
+        fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
+            Ok(v)
+        }
+        fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
+            Ok(())
+        }
+        fn gather(&self, text: String) -> Result<Vec<String>> {
+            Ok(vec![text])
+        }
+        fn allgather(&self, text: String) -> Result<Vec<String>> {
+            let mut all = self.0.lock().unwrap().clone();
+            all.insert(1, text);
+            Ok(all)
+        }
+    }
+
+    #[test]
+    fn ids_shared_through_an_allgather_reach_their_own_group_only() {
+        let other = |color: i64, count, ids: &[ids::NumberedId]| {
+            format!("{color} {}", engine::hex(&ids::encode(count, ids)))
+        };
+        let b = Sharing(std::sync::Mutex::new(vec![
+            other(0, 1, &[(0, [1; 128])]),
+            other(1, 2, &[(1, [21; 128])]),
+        ]));
+        let got = b.share_ids(&[(0, [20; 128])], 2).unwrap();
+        assert_eq!(got, vec![[20; 128], [21; 128]]);
+        // Nobody of group 1 made id number 1: said, not guessed.
+        let b = Sharing(std::sync::Mutex::new(vec![
+            other(0, 2, &[(1, [1; 128])]),
+            "junk".into(),
+        ]));
+        let e = b.share_ids(&[(0, [20; 128])], 2).unwrap_err().to_string();
+        assert!(e.contains("NCCL id number 1 was made by no process"), "{e}");
     }
 }

@@ -628,6 +628,18 @@ impl Bootstrap for TcpBootstrap {
             .into_inner()
             .map_err(|_| Error::Internal("gather failed".into()))
     }
+    fn share_ids(&self, mine: &[crate::ids::NumberedId], count: usize) -> Result<Vec<[u8; 128]>> {
+        let body = crate::ids::encode(count, mine);
+        let answer = self.collective(wire::IDS, body, &|bodies, colors| {
+            let bodies: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
+            crate::ids::route(&bodies, colors)
+                .into_iter()
+                .map(Rc::from)
+                .collect()
+        })?;
+        crate::ids::finish(&answer, count)
+            .map_err(|e| failure(format!("bad NCCL id answer: {e}"), false))
+    }
     fn allgather(&self, text: String) -> Result<Vec<String>> {
         let body = Encoder::default().str(&text).0;
         let all = self.collective(wire::ALLGATHER, body, &|bodies, _| {

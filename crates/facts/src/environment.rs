@@ -126,6 +126,11 @@ pub const LIBNCCL: Variable = user(
     "NCCL_PERF_LIBNCCL",
     "Path of the NCCL library to load (default libnccl.so.2, then libnccl.so).",
 );
+/// `NCCL_PERF_INIT_ROOTS`.
+pub const INIT_ROOTS: Variable = user(
+    "NCCL_PERF_INIT_ROOTS",
+    "How many NCCL unique ids (roots) communicators are created with: auto (default: one below 64 NCCL ranks, then one per 32 ranks, through ncclCommInitRankScalable from NCCL 2.23), or a number (1 is ncclCommInitRank's single root).",
+);
 /// `NCCL_PERF_CORRUPT`.
 pub const CORRUPT: Variable = user(
     "NCCL_PERF_CORRUPT",
@@ -200,6 +205,7 @@ pub const VARIABLES: &[Variable] = &[
     BOOTSTRAP_TIMEOUT,
     HEARTBEAT_TIMEOUT,
     LIBNCCL,
+    INIT_ROOTS,
     CORRUPT,
     HOSTID,
     CUDA_VISIBLE_DEVICES,

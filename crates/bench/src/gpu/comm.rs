@@ -46,39 +46,64 @@ unsafe impl Send for Communicator {}
 
 impl Communicator {
     /// Creates one communicator per context (ranks `first_rank ..` of `nranks`) inside one NCCL
-    /// group, making each context current before its call. `nvlink_centric` and `cta_policy`
-    /// set those `ncclConfig_t` fields (where `ncclCommInitRankConfig` exists). On failure the
-    /// communicators already begun are aborted.
+    /// group, making each context current before its call: from one id with
+    /// `ncclCommInitRankConfig` (or `ncclCommInitRank`), from several with
+    /// `ncclCommInitRankScalable`. `nvlink_centric` and `cta_policy` set those `ncclConfig_t`
+    /// fields (where a config is taken). On failure the communicators already begun are aborted.
     pub fn init_group(
         nccl: &'static Nccl,
         ctxs: &[Context],
-        id: &UniqueId,
+        ids: &[UniqueId],
         nranks: usize,
         first_rank: usize,
         nvlink_centric: bool,
         cta_policy: Option<i64>,
     ) -> Result<Vec<Communicator>> {
+        let Some(id) = ids.first() else {
+            return Err(Error::Internal(
+                "no NCCL id to create communicators from".into(),
+            ));
+        };
+        let scalable = match (ids.len(), nccl.ncclCommInitRankScalable) {
+            (1, _) => None,
+            (_, Some(f)) => Some(f),
+            (n, None) => {
+                return Err(Error::Unsupported(format!(
+                    "{n} NCCL ids need ncclCommInitRankScalable, which {} lacks (NCCL 2.23 or later)",
+                    nccl.path
+                )));
+            }
+        };
+        let mut ids = ids.to_vec();
         let mut raw: Vec<Comm> = vec![std::ptr::null_mut(); ctxs.len()];
         let made = nccl.group(|| {
             for (i, ctx) in ctxs.iter().enumerate() {
                 ctx.make_current()?;
                 let rank = (first_rank + i) as c_int;
-                let r = match nccl.ncclCommInitRankConfig {
-                    Some(f) => {
-                        let mut cfg = Config::new();
-                        if nvlink_centric {
-                            cfg.nvlink_centric_sched = 1;
-                        }
-                        if let Some(p) = cta_policy {
-                            cfg.cta_policy = p as c_int;
-                        }
-                        // SAFETY: a valid out pointer, id and config.
-                        unsafe { f(&mut raw[i], nranks as c_int, *id, rank, &mut cfg) }
-                    }
-                    // SAFETY: a valid out pointer and id.
-                    None => unsafe {
-                        (nccl.ncclCommInitRank)(&mut raw[i], nranks as c_int, *id, rank)
+                let mut cfg = Config::new();
+                if nvlink_centric {
+                    cfg.nvlink_centric_sched = 1;
+                }
+                if let Some(p) = cta_policy {
+                    cfg.cta_policy = p as c_int;
+                }
+                let n = nranks as c_int;
+                let r = match (scalable, nccl.ncclCommInitRankConfig) {
+                    // SAFETY: a valid out pointer, `ids.len()` ids and a config.
+                    (Some(f), _) => unsafe {
+                        f(
+                            &mut raw[i],
+                            n,
+                            rank,
+                            ids.len() as c_int,
+                            ids.as_mut_ptr(),
+                            &mut cfg,
+                        )
                     },
+                    // SAFETY: a valid out pointer, id and config.
+                    (None, Some(f)) => unsafe { f(&mut raw[i], n, *id, rank, &mut cfg) },
+                    // SAFETY: a valid out pointer and id.
+                    (None, None) => unsafe { (nccl.ncclCommInitRank)(&mut raw[i], n, *id, rank) },
                 };
                 nccl.check(r)?;
             }

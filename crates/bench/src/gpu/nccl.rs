@@ -208,6 +208,7 @@ nccl_api! {
     }
     optional {
         ncclCommInitRankConfig: fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int, *mut Config) -> c_int;
+        ncclCommInitRankScalable: fn(*mut ncclComm_t, c_int, c_int, c_int, *mut ncclUniqueId, *mut Config) -> c_int;
         ncclGetLastError: fn(ncclComm_t) -> *const c_char;
         ncclRedOpCreatePreMulSum: fn(*mut c_int, MutPtr, c_int, c_int, ncclComm_t) -> c_int;
         ncclRedOpDestroy: fn(c_int, ncclComm_t) -> c_int;
@@ -234,6 +235,7 @@ pub const SINCE: &[(&str, i32)] = &[
     ("ncclGetLastError", 21300),
     ("ncclCommSplit", 21800),
     ("ncclCommInitRankConfig", 21400),
+    ("ncclCommInitRankScalable", 22300),
     ("ncclMemAlloc", 21900),
     ("ncclMemFree", 21900),
     ("ncclCommRegister", 21900),
@@ -410,7 +412,7 @@ mod tests {
         assert!(!old.contains(&"ncclCommInitRankConfig") && !old.contains(&"ncclGetLastError"));
         assert!(old.contains(&"ncclCommSplit"));
         assert!(!too_new_for(21800).any(|n| n == "ncclCommSplit"));
-        assert_eq!(too_new_for(21900).count(), 5);
+        assert_eq!(too_new_for(21900).count(), 6);
     }
 
     #[test]

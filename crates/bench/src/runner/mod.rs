@@ -40,6 +40,7 @@ mod output;
 mod per_iter;
 mod placement;
 mod plan;
+mod roots;
 mod sections;
 pub mod setup;
 mod split_groups;

@@ -6,6 +6,7 @@
 
 use super::discover::{Inventory, ProbedDevice};
 use super::plan::Plan;
+use super::roots;
 use crate::bootstrap::Bootstrap;
 use crate::error::Result;
 use crate::gpu::driver;
@@ -41,17 +42,11 @@ pub(super) fn set_up<'a>(
     plan: &'a Plan,
 ) -> Result<Ready<'a>> {
     let opts = &found.options;
-    let mut id = UniqueId { internal: [0; 128] };
-    if boot.group().rank == 0 {
-        id = found.nccl.unique_id()?;
-    }
-    let mut bytes: [u8; 128] = id.internal.map(|c| c as u8);
-    boot.broadcast_id(&mut bytes)?;
-    id.internal = bytes.map(|b| b as std::ffi::c_char);
+    let ids = make_ids(boot, found)?;
     boot.barrier()?;
     crate::host::trace("devices discovered");
 
-    let gpu_plan = gpu_plan(found, plan, id);
+    let gpu_plan = gpu_plan(found, plan, ids);
     let per_thread = opts.ngpus as usize;
     let first_rank = found.first_rank;
     let starts: Vec<ThreadGpus> = if opts.parallel_init {
@@ -69,22 +64,51 @@ pub(super) fn set_up<'a>(
     Ok(Ready { gpu_plan, starts })
 }
 
+/// The group's NCCL ids, made and shared: one, by the group's first process (`ncclCommInitRank`),
+/// or several (`roots`), each by the process that holds its first rank.
+fn make_ids(boot: &dyn Bootstrap, found: &Inventory) -> Result<Vec<UniqueId>> {
+    let scalable = found.nccl.ncclCommInitRankScalable.is_some();
+    let setting = crate::environment::INIT_ROOTS.get();
+    let (count, note) = roots::count(found.nranks, setting.as_deref(), scalable)?;
+    if let Some(n) = note.filter(|_| boot.world_rank() == 0) {
+        crate::eline!("nccl-perf: note: {n}");
+    }
+    let to_id = |bytes: [u8; 128]| UniqueId {
+        internal: bytes.map(|b| b as std::ffi::c_char),
+    };
+    if count == 1 {
+        let mut bytes = [0u8; 128];
+        if boot.group().rank == 0 {
+            bytes = found.nccl.unique_id()?.internal.map(|c| c as u8);
+        }
+        boot.broadcast_id(&mut bytes)?;
+        return Ok(vec![to_id(bytes)]);
+    }
+    let held = roots::held(found.first_rank, found.devices.len(), found.nranks, count);
+    let mut mine = Vec::with_capacity(held.len());
+    for (j, _) in held {
+        mine.push((j as u32, found.nccl.unique_id()?.internal.map(|c| c as u8)));
+    }
+    let shared = boot.share_ids(&mine, count)?;
+    crate::host::trace(&format!("{count} NCCL ids shared"));
+    Ok(shared.into_iter().map(to_id).collect())
+}
+
 /// A later section of a `--collectives` run starts on the GPUs the first one set up (NCCL rank
 /// order, communicators open, buffers allocated and registered, kernels loaded), handed to the
 /// benchmark threads as `-p 0` hands them; nothing is created.
 pub(super) fn reuse<'a>(found: &'a Inventory, plan: &'a Plan, gpus: Vec<Gpu>) -> Ready<'a> {
-    let id = UniqueId { internal: [0; 128] };
     Ready {
-        gpu_plan: gpu_plan(found, plan, id),
+        gpu_plan: gpu_plan(found, plan, Vec::new()),
         starts: per_thread_starts(gpus, found.options.ngpus as usize, None),
     }
 }
 
-/// What setting up this process' GPUs takes, for the communicators of `id`.
-fn gpu_plan<'a>(found: &'a Inventory, plan: &'a Plan, id: UniqueId) -> GpuPlan<'a> {
+/// What setting up this process' GPUs takes, for the communicators of `ids`.
+fn gpu_plan<'a>(found: &'a Inventory, plan: &'a Plan, ids: Vec<UniqueId>) -> GpuPlan<'a> {
     GpuPlan {
         nccl: found.nccl,
-        id,
+        ids,
         nranks: found.nranks,
         nccl_version: found.nccl_version,
         cta_policy: found.cta_policy,
@@ -113,12 +137,13 @@ fn per_thread_starts<'d>(
     starts
 }
 
-/// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, with
-/// `CTAPolicy` set when `cta_policy` is given (`-x`); returns each device's context with it.
+/// Creates one communicator per device (ranks `first_rank ..`) inside one NCCL group, from the
+/// group's `ids` (several: `ncclCommInitRankScalable`), with `CTAPolicy` set when `cta_policy`
+/// is given (`-x`); returns each device's context with it.
 pub fn init_comms(
     nccl: &'static Nccl,
     devices: &[ProbedDevice],
-    id: &UniqueId,
+    ids: &[UniqueId],
     nranks: usize,
     first_rank: usize,
     nccl_version: i32,
@@ -131,7 +156,7 @@ pub fn init_comms(
     let comms = Communicator::init_group(
         nccl,
         &ctxs,
-        id,
+        ids,
         nranks,
         first_rank,
         nccl_version >= 22800,
@@ -145,8 +170,8 @@ pub fn init_comms(
 pub struct GpuPlan<'a> {
     /// libnccl.
     pub nccl: &'static Nccl,
-    /// The group's NCCL id.
-    pub id: UniqueId,
+    /// The group's NCCL ids (one: `ncclCommInitRank`; several: `ncclCommInitRankScalable`).
+    pub ids: Vec<UniqueId>,
     /// Communicator size.
     pub nranks: usize,
     /// Runtime NCCL version code.
@@ -199,7 +224,7 @@ pub fn create_gpus(
     let comms = init_comms(
         p.nccl,
         devices,
-        &p.id,
+        &p.ids,
         p.nranks,
         first_rank,
         p.nccl_version,

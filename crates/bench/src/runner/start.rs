@@ -38,6 +38,8 @@ pub(super) fn start(
     phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
     fault::init(program)?;
+    // A bad NCCL_PERF_INIT_ROOTS stops the run before anybody meets or touches a GPU.
+    super::roots::count(1, crate::environment::INIT_ROOTS.get().as_deref(), true)?;
     let boot = bootstrap::connect(&fingerprint::of_run(program, opts))?;
     // A panic (reported by the panic hook) still ends the job as a failure does.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -12,6 +12,8 @@ mod mpilib;
 mod pmi1;
 mod pmix;
 
+pub(crate) use pmi1::{hex, unhex};
+
 use crate::error::{Error, Result};
 pub use crate::launch::Kind;
 use crate::launch::{Env, TcpLaunch};

@@ -88,6 +88,18 @@ fn four_ranks_meet_and_run_every_collective() {
         let texts = b.gather(format!("r{}", b.world_rank()))?;
         let all = b.allgather("é".repeat(b.world_rank()))?;
         assert_eq!(all, ["", "é", "éé", "ééé"]);
+        // Several ids per group: group 0 (ranks 0, 2) has three, made by both of its
+        // processes; group 1 (ranks 1, 3) one, made by rank 3.
+        let mine: Vec<crate::ids::NumberedId> = match b.world_rank() {
+            0 => vec![(0, [100; 128]), (2, [102; 128])],
+            2 => vec![(1, [101; 128])],
+            3 => vec![(0, [200; 128])],
+            _ => vec![],
+        };
+        let count = if colors[b.world_rank()] == 0 { 3 } else { 1 };
+        let shared: Vec<u8> = b.share_ids(&mine, count)?.iter().map(|i| i[0]).collect();
+        let want: &[u8] = if count == 3 { &[100, 101, 102] } else { &[200] };
+        assert_eq!(shared, want, "rank {}", b.world_rank());
         b.barrier()?;
         Ok((
             b.world_rank(),

@@ -33,6 +33,8 @@ pub const CHALLENGE: u8 = 9;
 pub const HEARTBEAT: u8 = 10;
 /// Collective: every process' text to every process.
 pub const ALLGATHER: u8 = 11;
+/// Collective: several NCCL ids, each process' to its group (`ncclCommInitRankScalable`).
+pub const IDS: u8 = 12;
 
 /// What an abort means for the process that receives it (its exit code).
 pub mod abort {
@@ -46,6 +48,10 @@ pub mod abort {
 
 /// The largest hello accepted (ours is under 1 KiB).
 pub const MAX_HELLO: usize = 8 << 10;
+
+/// The largest contribution of NCCL ids accepted (1,024 ids, far more than the GPUs of one
+/// process), its signature or seal included.
+const MAX_IDS_BODY: usize = 4 + 1024 * (4 + 128) + MAC;
 
 /// The largest message accepted (a gathered text block).
 const MAX_MESSAGE: usize = 64 << 20;
@@ -71,6 +77,8 @@ pub fn max_body(tag: u8) -> Option<usize> {
         BARRIER | REDUCE | BCAST => body_size(tag)? + MAC,
         ABORT => MAX_ABORT,
         REPLY | GATHER | ALLGATHER => MAX_MESSAGE,
+        // A process' own ids: one per NCCL rank it holds at most.
+        IDS => MAX_IDS_BODY,
         _ => return None,
     })
 }
@@ -111,6 +119,7 @@ pub fn tag_name(tag: u8) -> &'static str {
         CHALLENGE => "challenge",
         HEARTBEAT => "heartbeat",
         ALLGATHER => "allgather",
+        IDS => "NCCL id exchange",
         _ => "unknown message",
     }
 }
