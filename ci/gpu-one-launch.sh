@@ -8,7 +8,10 @@
 # usage: ci/gpu-one-launch.sh DIST OUT NCCL_TESTS_BUILD
 #   DIST: our release binaries; NCCL_TESTS_BUILD: nccl-tests 2.19.6 built with MPI=1.
 #   ROUNDS (default 3): alternating rounds on one GPU; ARGS (default "-b 8 -e 8G -f 2 -g 1");
-#   RANKS (default "4 8"): posing-rank counts, run with PARGS (default "-b 8 -e 8M -f 2 -g 1").
+#   RANKS (default "4 8"): posing-rank counts, run with PARGS (default "-b 8 -e 8M -f 2 -g 1"),
+#   PROUNDS (default 1) rounds each: ours in one launch through the environment bootstrap and
+#   under mpirun (the default build meets through PMIx), nccl-tests' five launches under mpirun,
+#   ours launched five times. ROUNDS=0 runs only the posing ranks.
 set -u
 D=$(cd "$1" && pwd); mkdir -p "$2"; O=$(cd "$2" && pwd); NT=$(cd "$3" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +21,7 @@ read -r -a ARGS <<< "${ARGS:--b 8 -e 8G -f 2 -g 1}"
 read -r -a PARGS <<< "${PARGS:--b 8 -e 8M -f 2 -g 1}"
 ROUNDS=${ROUNDS:-3}
 RANKS=${RANKS:-4 8}
+PROUNDS=${PROUNDS:-1}
 export NCCL_NVLS_ENABLE=0
 S=$O/summary.txt
 : > "$S"
@@ -33,7 +37,7 @@ five() {
   done
 }
 
-{ nvidia-smi -L; echo "ARGS=${ARGS[*]} PARGS=${PARGS[*]} ROUNDS=$ROUNDS RANKS=$RANKS"; } >> "$S"
+{ nvidia-smi -L; echo "ARGS=${ARGS[*]} PARGS=${PARGS[*]} ROUNDS=$ROUNDS RANKS=$RANKS PROUNDS=$PROUNDS"; } >> "$S"
 for ((i = 1; i <= ROUNDS; i++)); do
   order="one theirs five"
   ((i % 2)) || order="theirs five one"
@@ -46,12 +50,21 @@ for ((i = 1; i <= ROUNDS; i++)); do
   done
 done
 
-# Ranks posing as hosts: ours through the environment bootstrap (torchrun-style), nccl-tests
-# under mpirun.
+# Ranks posing as hosts: ours through the environment bootstrap (torchrun-style) and under
+# mpirun, nccl-tests under mpirun; the order turns each round.
 ARGS=("${PARGS[@]}")
 for n in $RANKS; do
-  timed "p$n.ours-one" bash "$HERE/vcluster.sh" -n "$n" -l torchrun -- "$D/all_reduce_perf" --collectives "$LIST" "${ARGS[@]}"
-  five "p$n.ours-five" "$D" bash "$HERE/vcluster.sh" -n "$n" -l torchrun --
-  five "p$n.theirs-five" "$NT" bash "$HERE/vcluster.sh" -n "$n" -l mpirun --
+  for ((i = 1; i <= PROUNDS; i++)); do
+    order="one one-mpirun theirs five"
+    ((i % 2)) || order="theirs five one-mpirun one"
+    for side in $order; do
+      case $side in
+        one) timed "p$n.r$i.ours-one" bash "$HERE/vcluster.sh" -n "$n" -l torchrun -- "$D/all_reduce_perf" --collectives "$LIST" "${ARGS[@]}" ;;
+        one-mpirun) timed "p$n.r$i.ours-one-mpirun" bash "$HERE/vcluster.sh" -n "$n" -l mpirun -- "$D/all_reduce_perf" --collectives "$LIST" "${ARGS[@]}" ;;
+        theirs) five "p$n.r$i.theirs-five" "$NT" bash "$HERE/vcluster.sh" -n "$n" -l mpirun -- ;;
+        five) five "p$n.r$i.ours-five" "$D" bash "$HERE/vcluster.sh" -n "$n" -l torchrun -- ;;
+      esac
+    done
+  done
 done
 cat "$S"

@@ -60,7 +60,7 @@ fn bad_lists_stop_before_anything_runs_with_one_line() {
         (
             &["--collectives", "all", "--locate", "nodes"],
             5,
-            "--locate with --collectives is not implemented yet",
+            "--locate with --collectives runs once, on the first collective --health finds slow: add --health",
         ),
         (
             &["--collectives", "all", "-g", "3", "--dry-run"],
@@ -126,4 +126,15 @@ fn the_health_preset_fills_in_what_the_command_line_leaves_out() {
         assert_eq!(r.status.code(), Some(255), "{o}: {err}");
         assert_eq!(err.trim(), format!("{o} needs --health"));
     }
+}
+
+#[test]
+fn a_health_check_takes_locate_and_plans_it_once() {
+    let o = all_reduce(&["--health", "--locate", "nodes", "--dry-run"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(out.matches("# locate: schedule nodes").count(), 1, "{out}");
+    // Without --health, a list of collectives still refuses --locate (nothing decides which).
+    let o = all_reduce(&["--collectives", "all_reduce,sendrecv", "--locate", "nodes"]);
+    assert_eq!(o.status.code(), Some(5));
 }

@@ -53,6 +53,10 @@ pub struct Check {
     pub wrong: u64,
     /// The verdict.
     pub verdict: Verdict,
+    /// What `--locate` named when it ran on this collective (it runs once, on the first
+    /// collective found slow); absent where it did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspects: Option<Vec<String>>,
 }
 
 impl Check {
@@ -84,6 +88,7 @@ impl Check {
             percent_of_expected: percent,
             wrong,
             verdict,
+            suspects: None,
         }
     }
 }

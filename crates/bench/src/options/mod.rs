@@ -362,9 +362,9 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
             "invalid value {p} for --stop-when-sure: give a percentage above 0, at most 50"
         )));
     }
-    if !collectives.is_empty() && locate.is_some() {
+    if !collectives.is_empty() && locate.is_some() && health.is_none() {
         return Err(OptionsError::Unsupported(
-            "--locate with --collectives is not implemented yet: run --locate in a launch of one collective".into(),
+            "--locate with --collectives runs once, on the first collective --health finds slow: add --health, or run --locate in a launch of one collective".into(),
         ));
     }
     let mut o = Options {

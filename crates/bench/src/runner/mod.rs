@@ -127,5 +127,6 @@ fn benchmark(
             max_bytes: plan.max_bytes,
             job_busbw,
         })
+        .map(|l| l.code)
     })
 }

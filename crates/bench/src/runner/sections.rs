@@ -5,16 +5,18 @@
 //! collective's buffers exceed, kernels), and each section then plans, measures and finishes on
 //! them, printing exactly what its own program prints: head (version line, header, device
 //! lines), table, footer. The GPUs are torn down after the last section; the exit code is the
-//! worst of the sections'. With `--health`, `health.rs` sums the sections up after the last.
+//! worst of the sections'. With `--health`, `health.rs` sums the sections up after the last;
+//! with `--health --locate`, locate runs once before that, on the first collective found slow.
 
 use super::discover::{self, Inventory};
 use super::output::Output;
-use super::{finish, health, plan, setup, threads};
-use crate::bootstrap::Bootstrap;
+use super::{finish, health, locate, plan, setup, threads};
+use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::options::Options;
+use nccl_perf_explain::health::{Check, Verdict};
 
 /// The program name of each section: `program` itself for a run of one collective (as the
 /// program alone prints it), else each benchmark's `<name>_perf`.
@@ -41,6 +43,9 @@ pub(super) fn run(
         )));
     }
     let found = discover::discover(opts, boot, &mut outs[0])?;
+    if let Some(l) = &found.options.locate {
+        locate::check(l, found.nccl, found.nccl_version, boot)?;
+    }
     // Every collective's shape, before any communicator exists.
     for coll in colls {
         plan::loops(
@@ -55,17 +60,29 @@ pub(super) fn run(
     let mut gpus: Option<Vec<Gpu>> = None;
     let mut worst = 0;
     let mut checks = Vec::new();
+    let mut max_bytes = Vec::new();
     for (i, (coll, out)) in colls.iter().zip(outs.iter_mut()).enumerate() {
         if i > 0 {
             out.open();
             discover::print_head(&found, out)?;
         }
-        let ended = section(*coll, boot, &found, out, gpus.take())?;
+        let (ended, bytes) = section(*coll, boot, &found, out, gpus.take())?;
         worst = worst.max(ended.code);
         gpus = Some(ended.gpus);
         checks.extend(ended.check);
+        max_bytes.push(bytes);
     }
-    crate::gpu::rank::destroy_all(gpus.unwrap_or_default())?;
+    let gpus = gpus.unwrap_or_default();
+    if let Some(l) = &found.options.locate {
+        let slow = Slow {
+            colls,
+            checks: &mut checks,
+            outs,
+            max_bytes: &max_bytes,
+        };
+        worst = worst.max(locate_slow(l, slow, boot, &found, &gpus)?);
+    }
+    crate::gpu::rank::destroy_all(gpus)?;
     crate::host::trace("teardown done");
     match (&opts.health, outs.last_mut()) {
         (Some(h), Some(out)) if out.printing() => {
@@ -75,15 +92,78 @@ pub(super) fn run(
     }
 }
 
+/// The sections as `--locate` after them needs them.
+struct Slow<'a, 'c> {
+    colls: &'a [&'c dyn Collective],
+    /// World rank 0's checks (`--health`), in the order run; empty elsewhere.
+    checks: &'a mut [Check],
+    outs: &'a [Output],
+    /// Each section's buffer size.
+    max_bytes: &'a [u64],
+}
+
+/// `--health --locate`: locate runs once, on the first collective found slow (world rank 0
+/// decides; every process learns which through the bootstrap), on the GPUs the sections used;
+/// its suspects go into that collective's check. Returns locate's exit code (0 when nothing
+/// was slow).
+fn locate_slow(
+    l: &crate::options::LocateOptions,
+    s: Slow,
+    boot: &dyn Bootstrap,
+    found: &Inventory,
+    gpus: &[Gpu],
+) -> Result<u8> {
+    let first_slow = s
+        .checks
+        .iter()
+        .position(|c| c.verdict == Verdict::Slow)
+        .and_then(|i| {
+            s.colls
+                .iter()
+                .position(|c| c.name() == s.checks[i].collective)
+        });
+    let mine = match (boot.world_rank(), first_slow) {
+        (0, Some(i)) => (i + 1) as f64,
+        _ => 0.0,
+    };
+    let pick = boot.allreduce(mine, Reduce::Max)? as usize;
+    let (Some(i), Some(gpu), Some(device)) =
+        (pick.checked_sub(1), gpus.first(), found.devices.first())
+    else {
+        return Ok(0);
+    };
+    let (Some(coll), Some(out), Some(max_bytes)) =
+        (s.colls.get(i), s.outs.get(i), s.max_bytes.get(i))
+    else {
+        return Err(Error::Internal(format!(
+            "--locate: no section {i} to locate"
+        )));
+    };
+    let located = locate::run_locate(&locate::Job {
+        opts: &found.options,
+        coll: *coll,
+        nccl: found.nccl,
+        boot,
+        gpu,
+        place: locate::Place::here(device.ordinal, device.props.pci),
+        max_bytes: *max_bytes,
+        job_busbw: out.busbw_at(l.size_for(*max_bytes)),
+    })?;
+    if let Some(c) = s.checks.iter_mut().find(|c| c.collective == coll.name()) {
+        c.suspects = Some(located.suspects);
+    }
+    Ok(located.code)
+}
+
 /// One section after its head: plan, set up (the first) or reuse the GPUs, measure, finish;
-/// returns its exit code and the GPUs.
+/// returns its exit code and the GPUs, and its buffers' size.
 fn section(
     coll: &dyn Collective,
     boot: &dyn Bootstrap,
     found: &Inventory,
     out: &mut Output,
     gpus: Option<Vec<Gpu>>,
-) -> Result<finish::Section> {
+) -> Result<(finish::Section, u64)> {
     let first = gpus.is_none();
     let plan = plan::plan_with(coll, boot, found, out, first)?;
     let ready = match gpus {
@@ -96,7 +176,11 @@ fn section(
         .health
         .as_ref()
         .map(|_| health::threshold(&found.options));
-    Ok(finish::finish_section(found.nccl, measured, out, threshold))
+    let max_bytes = plan.max_bytes;
+    Ok((
+        finish::finish_section(found.nccl, measured, out, threshold),
+        max_bytes,
+    ))
 }
 
 #[cfg(test)]

@@ -230,6 +230,7 @@ pub fn create_gpus(
         p.nccl_version,
         p.cta_policy,
     )?;
+    crate::host::trace(&format!("communicators created ({} NCCL ids)", p.ids.len()));
     let after_init = free(p.measure_memory)?;
     let mut gpus = Vec::with_capacity(devices.len());
     for (i, (d, (ctx, comm))) in devices.iter().zip(comms).enumerate() {

@@ -233,9 +233,9 @@ fn window_words(window: f64) -> String {
 }
 
 /// Runs locate after the table; the exit code (0, or 9 when a suspect is named).
-pub fn run_locate(job: &Job) -> Result<u8> {
+pub fn run_locate(job: &Job) -> Result<Located> {
     let Some(l) = &job.opts.locate else {
-        return Ok(0);
+        return Ok(Located::default());
     };
     let printing = job.boot.world_rank() == 0;
     let topo = topology(job.boot, &job.place)?;
@@ -322,7 +322,23 @@ pub fn run_locate(job: &Job) -> Result<u8> {
         return Err(e);
     }
     local.close()?;
-    Ok(report.exit_code())
+    Ok(Located {
+        code: report.exit_code(),
+        suspects: report
+            .verdicts
+            .iter()
+            .map(|v| v.culprit.describe(&topo))
+            .collect(),
+    })
+}
+
+/// What a locate run ended with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Located {
+    /// Its exit code (5 when a suspect is named).
+    pub code: u8,
+    /// The suspects, as the `# locate suspect:` lines name them.
+    pub suspects: Vec<String>,
 }
 
 /// Prints lines on stdout at once (a run that is cut short keeps the rounds printed so far).
