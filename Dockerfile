@@ -16,8 +16,8 @@
 # (libpmix.so.2, also looked for beside mpirun: this image's openmpi-bin brings it), PMI-1 under
 # MPICH's mpiexec and srun --mpi=pmi2, the MPI library as a fallback, the environment under
 # plain srun, torchrun and Kubernetes. Copied into another image (a gIB image, an image with its
-# own mpirun), it links only libc and libgcc_s (glibc 2.34 or newer) and uses that image's
-# mpirun as it finds it (Open MPI, or an MPI of the MPICH ABI).
+# own mpirun), it needs only glibc (2.34 or newer) and libgcc_s there, and starts under that
+# image's mpirun as it finds it (Open MPI, or an MPI of the MPICH ABI).
 #
 # Several architectures: the Rust stage runs on the build machine's platform ($BUILDPLATFORM)
 # and cross-compiles for $TARGETARCH (ci/cross.sh: the cross gcc and, with FEATURES=mpi, the
