@@ -7,21 +7,32 @@
 #
 # Where the programs answer (ci/install-layout.sh --common): $NCCL_TESTS_PREFIX/build (on PATH),
 # and through symlinks /opt/nccl-tests/build, /opt/nccl_tests/build, /third_party/nccl-tests/build,
-# /workspace/nccl-tests/build and /usr/local/bin; the MPI build (the default) under both names,
-# all_reduce_perf and all_reduce_perf_mpi.
+# /workspace/nccl-tests/build and /usr/local/bin; each benchmark under both names,
+# all_reduce_perf (the file) and all_reduce_perf_mpi (a symlink to it: the same program, which
+# starts under mpirun as nccl-tests' MPI build does), for the scripts that call either.
+#
+# One binary for every launcher (the default, FEATURES empty): it links no MPI, and finds the
+# launcher's wire-up at run time (docs/bootstrap.md): PMIx under mpirun and srun --mpi=pmix
+# (libpmix.so.2, also looked for beside mpirun: this image's openmpi-bin brings it), PMI-1 under
+# MPICH's mpiexec and srun --mpi=pmi2, the MPI library as a fallback, the environment under
+# plain srun, torchrun and Kubernetes. Copied into another image (a gIB image, an image with its
+# own mpirun), it needs only glibc (2.34 or newer) and libgcc_s there, and starts under that
+# image's mpirun as it finds it (Open MPI, or an MPI of the MPICH ABI).
 #
 # Several architectures: the Rust stage runs on the build machine's platform ($BUILDPLATFORM)
-# and cross-compiles for $TARGETARCH (ci/cross.sh: the cross gcc, and the target's Open MPI
-# unpacked from Debian's packages), so cargo never runs under emulation. Only the runtime
+# and cross-compiles for $TARGETARCH (ci/cross.sh: the cross gcc and, with FEATURES=mpi, the
+# target's Open MPI unpacked from Debian's packages), so cargo never runs under emulation. Only the runtime
 # stages' apt-get runs on the target platform (buildx emulates it for a foreign one: QEMU in
 # binfmt_misc on the build machine, as buildx documents). Needs BuildKit (Docker 23 or newer).
 #
 # Build arguments (docker build --build-arg NAME=VALUE):
 #   NCCL_TESTS_PREFIX  where the binaries are: $NCCL_TESTS_PREFIX/build (default /opt/nccl-tests);
 #                      the other paths above link to it
-#   FEATURES           cargo features (default mpi: mpirun and srun --mpi=pmix start one MPI job;
-#                      the same binaries also run alone and from Slurm/torchrun/Kubernetes
-#                      environments). FEATURES= builds without MPI (then no _mpi names).
+#   FEATURES           cargo features (default none: the one binary above). FEATURES=mpi builds
+#                      the MPI build instead (linked to Open MPI's libmpi.so.40: only an Open
+#                      MPI launcher starts it as one job), under the same names; the build stage
+#                      then installs Open MPI's headers and libclang (ci/cross.sh --mpi), which
+#                      the default build needs neither of.
 #   NAME_SUFFIX        the installed files' suffix, as nccl-tests' `make NAME_SUFFIX=_mpi`
 #                      (default none; the other name is a link either way)
 #   CUDA_IMAGE         runtime base (default nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04): the
@@ -60,13 +71,13 @@ ARG NCCL_TESTS_PREFIX=/opt/nccl-tests
 # ---------------------------------------------------------------------------------------------
 FROM --platform=$BUILDPLATFORM ${RUST_IMAGE} AS builder
 ARG TARGETARCH
-ARG FEATURES=mpi
+ARG FEATURES=
 ARG NAME_SUFFIX=
 ARG NCCL_TESTS_PREFIX
 WORKDIR /src
-# The toolchain for TARGETARCH (native: OpenMPI and libclang for the mpi feature; another
-# architecture: its cross gcc and libc, and its Open MPI into /sysroot), before the sources so
-# that the layer is kept across source changes.
+# The toolchain for TARGETARCH (another architecture: its cross gcc and libc; with FEATURES=mpi
+# also Open MPI and libclang, the target's Open MPI into /sysroot), before the sources so that
+# the layer is kept across source changes.
 COPY ci/cross.sh ci/cross.sh
 RUN set -eux; \
     mpi=""; case ",${FEATURES}," in *,mpi,*) mpi=--mpi ;; esac; \
@@ -88,9 +99,12 @@ ARG NCCL_TESTS_PREFIX
 ARG NCCL_VERSION=
 ARG USER_UID=10001
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# OpenMPI's launcher and library; NCCL (held at the version built for the image's CUDA) and
-# NVRTC where the base image lacks them; the user. Other packages take the versions of the
-# image's apt sources (the CUDA repository's NVRTC is the image's CUDA); $pkgs is a word list.
+# Open MPI's launcher (mpirun, for the mpijob target and any mpirun in the image) with the
+# libpmix.so.2 the programs open under it (found from mpirun's prefix: Debian's pmix2/lib) and
+# libmpi.so.40 (their fallback; what a FEATURES=mpi build links); NCCL (held at the version
+# built for the image's CUDA) and NVRTC where the base image lacks them; the user. Other
+# packages take the versions of the image's apt sources (the CUDA repository's NVRTC is the
+# image's CUDA); $pkgs is a word list.
 # hadolint ignore=DL3008,SC2086
 RUN set -eux; \
     cuda="$(echo "${CUDA_VERSION:?the CUDA images set CUDA_VERSION}" | cut -d. -f1,2)"; \

@@ -7,15 +7,16 @@
 #
 # nccl-tests' `make MPI=1 NAME_SUFFIX=_mpi` names its MPI build all_reduce_perf_mpi;
 # --suffix (or NAME_SUFFIX in the environment) does the same, and --mpi is --suffix _mpi for
-# binaries built with `--features mpi` (checked: the script refuses a build without MPI, which
-# under mpirun would otherwise need NCCL_PERF_RENDEZVOUS). Run the script twice to get both
-# names in one folder, as some images do.
+# binaries built with `--features mpi` (checked: the script refuses a build that does not link
+# libmpi). The default build needs no MPI build for mpirun, srun --mpi or mpiexec (it starts
+# through the launcher's PMIx, PMI-1 or MPI library, opened at run time), so --both-names gives
+# it the _mpi names too, for the scripts that call them.
 #
 # Images and scripts call nccl-tests at several paths; --common makes one install answer at
 # all of them with symlinks: PREFIX/build itself, /opt/nccl-tests/build, /opt/nccl_tests/build
 # (Nebius), /third_party/nccl-tests/build (GKE's gIB images), /workspace/nccl-tests/build, and
-# every program in /usr/local/bin (NGC-style images put all_reduce_perf_mpi there); with an MPI
-# build each benchmark answers both as all_reduce_perf and as all_reduce_perf_mpi. --destdir
+# every program in /usr/local/bin (NGC-style images put all_reduce_perf_mpi there); each
+# benchmark answers both as all_reduce_perf and as all_reduce_perf_mpi. --destdir
 # stages all of it under a folder (an image's build stage), links pointing where things will be.
 #
 # Usage: ci/install-layout.sh [options] [PREFIX]
@@ -27,9 +28,11 @@
 #   --mpi             --suffix _mpi, and check the binaries link libmpi
 #   --symlink         link to the binaries in --from instead of copying them
 #   --no-tool         leave out nccl-perf
-#   --both-names      an MPI build answers under both names: all_reduce_perf and
-#                     all_reduce_perf_mpi (the one not installed is a symlink to the other);
-#                     a build without MPI gets no _mpi names (a note says so)
+#   --both-names      every benchmark answers under both names, all_reduce_perf and
+#                     all_reduce_perf_mpi: the one not installed is a symlink to the other (the
+#                     same program: the default build starts under mpirun as the MPI build
+#                     does); an _mpi file already there (an MPI build installed with --mpi
+#                     beside the default one) is kept
 #   --link PREFIX2    PREFIX2/<build-dir> becomes a symlink to the installed folder (repeatable)
 #   --bin-links DIR   a symlink in DIR for every installed program and name
 #   --common          --both-names, --link for each of /opt/nccl-tests /opt/nccl_tests
@@ -38,8 +41,7 @@
 #   --destdir DIR     install under DIR as if DIR were / (PREFIX and the links must be
 #                     absolute); links are relative, so they hold both there and once copied
 #   --print           print the paths that would be installed, one a line (links as
-#                     `LINK -> TARGET`), and change nothing; --both-names is printed as for an
-#                     MPI build unless --from holds a build without MPI
+#                     `LINK -> TARGET`), and change nothing
 #   -h, --help        this text
 set -euo pipefail
 
@@ -140,10 +142,10 @@ if [ "$tool" = 1 ]; then
   targets+=(nccl-perf)
 fi
 
-# Whether the binaries in --from are an MPI build: they name libmpi in their dynamic section
-# (NEEDED libmpi.so.40). Empty when --from has no all_reduce_perf to look at. Every build holds
-# the text libmpi.so.40 (the default one may open the launcher's MPI library at run time), so
-# only the NEEDED entry counts: readelf's, else the name alone between NULs (.dynstr).
+# Whether a binary is an MPI build (--mpi's check): it names libmpi in its dynamic section
+# (NEEDED libmpi.so.40). Every build holds the text libmpi.so.40 (the default one may open the
+# launcher's MPI library at run time), so only the NEEDED entry counts: readelf's, else the
+# name alone between NULs (.dynstr).
 links_libmpi() {
   if command -v readelf >/dev/null 2>&1; then
     readelf -d "$1" 2>/dev/null | grep -q 'NEEDED.*\[libmpi\.so'
@@ -151,26 +153,13 @@ links_libmpi() {
     grep -q -a -P '\x00libmpi\.so\.[0-9]+\x00' "$1"
   fi
 }
-mpi_build() {
-  local f="$from/all_reduce_perf"
-  [ -f "$f" ] || return 2
-  links_libmpi "$f"
-}
 
-# The other name of each benchmark (--both-names), when the build is an MPI one.
+# The other name of each benchmark (--both-names), whichever the build.
 other_names=()
 if [ "$both" = 1 ]; then
-  rc=0
-  mpi_build || rc=$?
-  if [ "$rc" = 1 ]; then
-    echo "install-layout: note: $from holds a build without MPI: no _mpi names" >&2
-  elif [ "$rc" = 2 ] && [ "$print" = 0 ]; then
-    die "--both-names: no $from/all_reduce_perf to look at"
-  else
-    for b in "${BENCHMARKS[@]}"; do
-      if [ "$suffix" = _mpi ]; then other_names+=("${b}_perf"); else other_names+=("${b}_perf_mpi"); fi
-    done
-  fi
+  for b in "${BENCHMARKS[@]}"; do
+    if [ "$suffix" = _mpi ]; then other_names+=("${b}_perf"); else other_names+=("${b}_perf_mpi"); fi
+  done
 fi
 # Every folder link: (link, target) final paths, PREFIX's own build folder left out.
 link_at=()
@@ -228,7 +217,14 @@ for i in "${!sources[@]}"; do
     chmod 0755 "$dst"
   fi
 done
+kept=0
 for i in "${!other_names[@]}"; do
+  at="$(here "$dest/${other_names[$i]}")"
+  if [ -e "$at" ] && [ ! -L "$at" ]; then
+    # A program installed under that name (the MPI build, --mpi) stays.
+    kept=$((kept + 1))
+    continue
+  fi
   relink "$dest/${other_names[$i]}" "$dest/${targets[$i]}"
 done
 for at in "${link_at[@]}"; do
@@ -240,7 +236,8 @@ if [ -n "$bin_links" ]; then
   done
 fi
 extra=""
-[ ${#other_names[@]} -eq 0 ] || extra+=", ${#other_names[@]} _mpi names"
+[ ${#other_names[@]} -eq 0 ] || extra+=", $((${#other_names[@]} - kept)) other names"
+[ "$kept" = 0 ] || extra+=" ($kept programs already there kept)"
 [ ${#link_at[@]} -eq 0 ] || extra+=", ${#link_at[@]} folder links"
 [ -z "$bin_links" ] || extra+=", links in $bin_links"
 echo "install-layout: ${#targets[@]} programs in ${destdir:+$destdir:}$dest$extra (add it to PATH, as nccl-tests images do)" >&2

@@ -8,8 +8,10 @@
 //! (`tests/recipes/checks.sh`) runs on nccl-tests' output and on ours of the same results, and
 //! must give the same verdict.
 //!
-//! The mpirun recipes need the MPI build (`cargo test --features mpi --test integration -- recipes::`, as CI
-//! runs it) and Open MPI's `mpirun`; the srun recipe and the checks run in every build.
+//! Every recipe runs in every build: the default build (no MPI linked) under the mpirun recipes
+//! as published, meeting through the launcher's PMIx with no setting added, and the MPI build
+//! (`cargo test --features mpi --test integration -- recipes::`, as CI runs it too) through MPI.
+//! The mpirun recipes need Open MPI's `mpirun`.
 
 use crate::programs;
 
@@ -52,7 +54,9 @@ impl Nodes {
 
     /// At `path` (absolute, as the recipe names it; under the folder), a stand-in for the
     /// recipe's binary: our `bin` with `--dry-run`, its process posing as host
-    /// `node<rank / slots>` (`NCCL_HOSTID`), rank from the launcher's variables.
+    /// `node<rank / slots>` (`NCCL_HOSTID`), rank from the launcher's variables. Under mpirun
+    /// its local rank is the one mpirun gives on such a host, `rank % slots` (mpirun on this
+    /// one machine counts all the job's processes as local).
     fn program(&self, path: &str, bin: &str, slots: usize) {
         let at = self.dir.join(path.trim_start_matches('/'));
         std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
@@ -61,6 +65,10 @@ impl Nodes {
              rank=${{OMPI_COMM_WORLD_RANK:-${{SLURM_PROCID:-0}}}}\n\
              NCCL_HOSTID=node$((rank / {slots}))\n\
              export NCCL_HOSTID\n\
+             if [ -n \"${{OMPI_COMM_WORLD_LOCAL_RANK:-}}\" ]; then\n\
+             OMPI_COMM_WORLD_LOCAL_RANK=$((rank % {slots}))\n\
+             export OMPI_COMM_WORLD_LOCAL_RANK\n\
+             fi\n\
              exec {} --dry-run \"$@\"\n",
             quoted(&programs::program_words(bin))
         );
@@ -176,11 +184,9 @@ fn nebius_srun_forms_one_job_of_8_ranks_per_node() {
 /// One `mpirun` at a time: Open MPI's session folder (`/tmp/ompi.<host>.<uid>`) is made by
 /// every `mpirun`, and two starting at once can collide ("A call to mkdir was unable to create
 /// the desired directory ... File exists").
-#[cfg(feature = "mpi")]
 static MPIRUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether `mpirun` is there for the mpirun recipes (skipped where missing; a failure under CI).
-#[cfg(feature = "mpi")]
 fn have_mpirun() -> bool {
     if Command::new("mpirun").arg("--version").output().is_ok() {
         return true;
@@ -193,9 +199,19 @@ fn have_mpirun() -> bool {
     false
 }
 
+/// How a recipe's `mpirun` job met: the MPI build through MPI; the default build through
+/// mpirun's PMIx, with nothing in the recipe changed for it (no `NCCL_PERF_RENDEZVOUS`).
+fn assert_mpirun_bootstrap(out: &str) {
+    let engine = if cfg!(feature = "mpi") {
+        "# Bootstrap: MPI "
+    } else {
+        "# Bootstrap: PMIx "
+    };
+    assert!(out.contains(engine), "{engine} expected: {out}");
+}
+
 /// Nebius across VMs: 4 hosts of 8 GPUs, `-np 32`, one GPU per process, the binary in
 /// `~/nccl-tests/build` on every VM.
-#[cfg(feature = "mpi")]
 #[test]
 fn nebius_mpirun_forms_one_job_of_32_ranks_on_4_hosts() {
     if !have_mpirun() {
@@ -218,13 +234,12 @@ fn nebius_mpirun_forms_one_job_of_32_ranks_on_4_hosts() {
         ],
     );
     let out = assert_plan(&o, 32, 1, 8);
-    assert!(out.contains("# Bootstrap: MPI"), "{out}");
+    assert_mpirun_bootstrap(&out);
     eprintln!("{out}");
 }
 
 /// The containerised recipe: 2 hosts, one process each driving 8 GPUs (`-g 8`), the binary at
 /// `/workspace/nccl-tests/build` (where the recipe's image built nccl-tests).
-#[cfg(feature = "mpi")]
 #[test]
 fn containerised_mpirun_forms_one_job_of_2_processes_of_8_gpus() {
     if !have_mpirun() {
@@ -247,14 +262,13 @@ fn containerised_mpirun_forms_one_job_of_2_processes_of_8_gpus() {
         ],
     );
     let out = assert_plan(&o, 2, 8, 1);
-    assert!(out.contains("# Bootstrap: MPI"), "{out}");
+    assert_mpirun_bootstrap(&out);
     eprintln!("{out}");
 }
 
 /// Google's A4X Max JobSet: 2 workers of 4 GPUs (GB300), the head's mpirun over the hostfile
 /// of 4 slots per worker, `/third_party/nccl-tests/build/all_gather_perf` (our binaries mounted
 /// there by examples/kubernetes/gke-a4x-max), `NCCL_TESTS_SPLIT_MASK=0x0`.
-#[cfg(feature = "mpi")]
 #[test]
 fn gke_a4x_max_jobset_mpirun_forms_one_job_of_4_ranks_per_worker() {
     if !have_mpirun() {
@@ -281,6 +295,7 @@ fn gke_a4x_max_jobset_mpirun_forms_one_job_of_4_ranks_per_worker() {
     );
     let out = assert_plan(&o, 8, 1, 4);
     assert!(out.contains("all_gather_perf"), "{out}");
+    assert_mpirun_bootstrap(&out);
     eprintln!("{out}");
 }
 

@@ -32,7 +32,8 @@ fn dockerfile_answers_at_every_common_path() {
             .chain([format!("{dir}/nccl-perf")])
             .collect();
         assert_eq!(layout.files, files, "{overrides:?}");
-        // Every common path, with and without _mpi (the MPI build's two names), reaches them.
+        // Every common path, with and without _mpi, reaches them: the default build (the one
+        // binary, which starts under mpirun itself) answers at the MPI build's names too.
         for common in COMMON_DIRS {
             for name in benchmark_names() {
                 for n in [name.to_string(), format!("{name}_mpi")] {
@@ -96,7 +97,39 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
             .collect()
     };
     let build = runs(&stages[0]);
+    // The default build is the one binary (no cargo feature: no MPI linked, none needed to
+    // build it); FEATURES=mpi still builds the MPI build, and only then does the build stage
+    // set up Open MPI and libclang (cross.sh --mpi).
+    let features = stages[0]
+        .body
+        .iter()
+        .find(|i| i.keyword == "ARG" && i.args.starts_with("FEATURES"))
+        .map(|i| i.args.as_str());
+    assert_eq!(
+        features,
+        Some("FEATURES="),
+        "the default build has no features"
+    );
+    let mpi_switch = "mpi=\"\"; case \",${FEATURES},\" in *,mpi,*) mpi=--mpi ;; esac;";
+    assert_eq!(build.matches(mpi_switch).count(), 2, "{build}");
     assert!(build.contains("ci/cross.sh --install $mpi --sysroot /sysroot \"${TARGETARCH"));
+    assert!(build.contains("ci/cross.sh $mpi --sysroot /sysroot \"$triple\" --"));
+    for pkg in ["libopenmpi-dev", "libclang"] {
+        assert!(
+            !build.contains(pkg),
+            "the build stage installs {pkg} itself"
+        );
+    }
+    let cross = std::fs::read_to_string(root().join("ci/cross.sh")).expect("ci/cross.sh");
+    for only_mpi in [
+        "[ \"$mpi\" = 0 ] || apt_install libopenmpi-dev openmpi-bin libclang-dev",
+        "[ \"$mpi\" = 0 ] || pkgs+=(pkg-config libclang-dev)",
+    ] {
+        assert!(
+            cross.contains(only_mpi),
+            "cross.sh installs MPI's build packages only for --mpi: {only_mpi}"
+        );
+    }
     assert!(build.contains(
         "cargo build --release --locked --target \"$triple\" --features \"${FEATURES}\""
     ));
@@ -105,6 +138,8 @@ fn dockerfile_stages_build_and_carry_what_runs_need() {
         assert!(!runs(s).contains("cargo"), "no cargo under emulation");
     }
     let runtime = runs(&stages[1]);
+    // openmpi-bin: mpirun for the mpijob target, with the libpmix.so.2 that the one binary
+    // opens under it.
     for pkg in ["openmpi-bin", "libnccl2", "cuda-nvrtc-", "apt-mark hold"] {
         assert!(runtime.contains(pkg), "runtime stage lacks {pkg}");
     }

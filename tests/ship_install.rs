@@ -174,8 +174,9 @@ fn install_layout_errors_are_one_line_and_exit_2() {
 }
 
 /// install-layout.sh --common for real, into a staging folder with the debug binaries: every
-/// common path runs the program it names; the links are relative (they hold once the tree is
-/// copied to /); the _mpi names only for an MPI build.
+/// common path runs the program it names, under both names (`_mpi` too, whichever the build:
+/// the default build starts under mpirun as the MPI build does); the links are relative (they
+/// hold once the tree is copied to /).
 #[test]
 fn install_layout_common_paths_for_real() {
     let tmp = TempDir::new("common");
@@ -186,14 +187,11 @@ fn install_layout_common_paths_for_real() {
         .arg(&stage)
         .arg("/opt/nccl-tests"));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let mpi = cfg!(feature = "mpi");
-    if !mpi {
-        assert!(
-            text(&out.stderr).contains("a build without MPI: no _mpi names"),
-            "{}",
-            text(&out.stderr)
-        );
-    }
+    assert!(
+        text(&out.stderr).contains(", 11 other names,"),
+        "{}",
+        text(&out.stderr)
+    );
     for common in COMMON_DIRS {
         let dir = stage.join(common.trim_start_matches('/'));
         for name in benchmark_names() {
@@ -203,7 +201,7 @@ fn install_layout_common_paths_for_real() {
                 dir.join(name).display()
             );
             let mpi_name = dir.join(format!("{name}_mpi"));
-            assert_eq!(mpi_name.exists(), mpi, "{}", mpi_name.display());
+            assert!(is_executable(&mpi_name), "{}", mpi_name.display());
         }
         assert!(is_executable(&dir.join("nccl-perf")));
         if *common != "/opt/nccl-tests/build" && *common != "/usr/local/bin" {
@@ -220,11 +218,45 @@ fn install_layout_common_paths_for_real() {
     assert!(std::fs::read_link(&bin).expect("a link").is_relative());
     let usage = ok(Command::new(&bin).arg("-h"));
     assert!(usage.starts_with("USAGE: all_gather_perf \n"), "{usage}");
-    if mpi {
-        let usage = ok(
-            Command::new(stage.join("third_party/nccl-tests/build/sendrecv_perf_mpi")).arg("-h"),
-        );
-        assert!(usage.starts_with("USAGE: sendrecv_perf_mpi \n"), "{usage}");
+    let usage =
+        ok(Command::new(stage.join("third_party/nccl-tests/build/sendrecv_perf_mpi")).arg("-h"));
+    assert!(usage.starts_with("USAGE: sendrecv_perf_mpi \n"), "{usage}");
+    let mpi_name = stage.join("opt/nccl-tests/build/sendrecv_perf_mpi");
+    assert_eq!(
+        std::fs::read_link(&mpi_name).expect("a link"),
+        Path::new("sendrecv_perf"),
+        "the _mpi name is the same program"
+    );
+    // Programs installed under the _mpi names first (an MPI build, `--mpi`; here
+    // `--suffix _mpi`) are kept when the default build's --both-names comes after them.
+    let both = tmp.0.join("both");
+    let prefix = both.join("opt/nccl-tests");
+    ok(layout_script()
+        .args([
+            "--from",
+            bin_dir().to_str().expect("utf-8"),
+            "--suffix",
+            "_mpi",
+        ])
+        .arg(&prefix));
+    let out = run(layout_script()
+        .args(["--from", bin_dir().to_str().expect("utf-8"), "--both-names"])
+        .arg(&prefix));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(11 programs already there kept)"),
+        "{}",
+        text(&out.stderr)
+    );
+    for name in benchmark_names() {
+        for n in [name.to_string(), format!("{name}_mpi")] {
+            let p = prefix.join("build").join(&n);
+            assert!(
+                is_executable(&p) && !p.is_symlink(),
+                "{} is a program of its own",
+                p.display()
+            );
+        }
     }
     // A real folder where a link would go is never replaced.
     let blocked = tmp.0.join("blocked");

@@ -341,6 +341,8 @@ fn mpijob_has_what_the_mpi_operator_needs() {
         .filter_map(|a| a.as_str())
         .collect();
     assert_eq!(cmd[0], "mpirun");
+    // The image's default build meets through mpirun's PMIx: nothing of nccl-perf's on the line.
+    assert!(!cmd.iter().any(|a| a.contains("NCCL_PERF_")), "{cmd:?}");
     let np = cmd.iter().position(|a| *a == "-np").expect("-np");
     assert_eq!(cmd[np + 1], (slots * workers).to_string());
     let g = cmd.iter().position(|a| *a == "-g").expect("-g");

@@ -93,11 +93,49 @@ fn scripts_pass_shellcheck() {
     }
 }
 
+/// The mpirun example adds nothing for nccl-perf to nccl-tests' mpirun line: the default build
+/// starts through mpirun's own wire-up (tests/engines.rs, tests/recipes.rs run that), so no
+/// rendezvous address is made up; one the user gives is passed on.
+#[test]
+fn mpirun_example_needs_no_rendezvous_address() {
+    let text = std::fs::read_to_string(root().join("examples/mpirun/all_reduce.sh")).expect("read");
+    assert!(
+        !text.contains("-x NCCL_PERF_RENDEZVOUS="),
+        "a default address"
+    );
+    assert!(
+        !text.contains("first_host"),
+        "an address made from the hosts"
+    );
+    assert!(text.contains(
+        "if [ -n \"${NCCL_PERF_RENDEZVOUS:-}\" ]; then\n  MPIRUN+=(-x NCCL_PERF_RENDEZVOUS)\nfi"
+    ));
+    let mpirun: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("MPIRUN=(mpirun"))
+        .take_while(|l| !l.starts_with("if "))
+        .collect();
+    assert_eq!(
+        mpirun,
+        [
+            "MPIRUN=(mpirun -np \"$np\" -H \"$HOSTS\" --bind-to none",
+            "  -x PATH -x NCCL_DEBUG=\"${NCCL_DEBUG:-WARN}\")"
+        ],
+        "nccl-tests' mpirun line, nothing of nccl-perf's"
+    );
+}
+
 #[test]
 fn sbatch_scripts_ask_slurm_for_what_their_launch_needs() {
     let mpi =
         std::fs::read_to_string(root().join("examples/slurm/all_reduce_mpi.sbatch")).expect("read");
     assert!(mpi.contains("srun --mpi=pmix"));
+    // The default build under srun --mpi: no MPI build asked for, and the _mpi names answer.
+    assert!(!mpi.contains("ci/install-layout.sh --mpi"), "{mpi}");
+    assert_paths_installed(
+        "the _mpi name the sbatch script mentions",
+        "/opt/nccl-tests/build/all_gather_perf_mpi",
+    );
     let env =
         std::fs::read_to_string(root().join("examples/slurm/all_reduce_env.sbatch")).expect("read");
     assert!(env.contains("SRUN=(srun --cpu-bind=none)") && !env.contains("srun --mpi"));

@@ -5,9 +5,11 @@
 #   HOSTS=node01:8,node02:8 examples/mpirun/all_reduce.sh
 #   HOSTS=node01:8,node02:8 examples/mpirun/all_reduce.sh -b 1M -e 16G -f 2    (other sizes)
 #
-# The MPI build (--features mpi, the Docker image's) meets through MPI. A build without MPI
-# meets through TCP at the address in NCCL_PERF_RENDEZVOUS; it is set below from the first host,
-# so this script works with either build.
+# The ranks meet through mpirun's own wire-up (PMIx, opened at run time from the Open MPI that
+# started them; its MPI library where there is no PMIx): the default build needs no setting,
+# as nccl-tests built with MPI=1. The MPI build (--features mpi) meets through MPI.
+#   NCCL_PERF_RENDEZVOUS=node01:29400 examples/mpirun/all_reduce.sh   (optional: meet over TCP
+#   at that address instead, passed to every rank; e.g. where the launcher's PMIx is unusable)
 set -euo pipefail
 
 HOSTS="${HOSTS:-localhost:8}"                # host:slots,... (or use --hostfile)
@@ -27,11 +29,12 @@ for entry in "${entries[@]}"; do
   [ "$slots" != "$entry" ] || slots=1
   np=$((np + slots))
 done
-first_host="${entries[0]%%:*}"
 
 MPIRUN=(mpirun -np "$np" -H "$HOSTS" --bind-to none
-  -x PATH -x NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
-  -x NCCL_PERF_RENDEZVOUS="${NCCL_PERF_RENDEZVOUS:-$first_host:29400}")
+  -x PATH -x NCCL_DEBUG="${NCCL_DEBUG:-WARN}")
+if [ -n "${NCCL_PERF_RENDEZVOUS:-}" ]; then
+  MPIRUN+=(-x NCCL_PERF_RENDEZVOUS)
+fi
 if [ -n "${LD_LIBRARY_PATH:-}" ]; then
   MPIRUN+=(-x LD_LIBRARY_PATH)
 fi

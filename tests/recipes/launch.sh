@@ -6,10 +6,12 @@
 #   * hosts: every host of --host/-H/--hostfile is localhost, with the slots the recipe gives
 #     (a hostfile's lines are merged into one, as Open MPI refuses a host listed twice with slots);
 #   * -mca pml ucx becomes -mca pml ob1 and btl_tcp_if_include eth0 becomes lo: CI machines have
-#     neither UCX transports nor eth0 (the benchmark only bootstraps over MPI, whichever PML);
+#     neither UCX transports nor eth0 (the benchmark only starts through mpirun's PMIx or MPI,
+#     whichever PML);
 #   * absolute program paths (/opt/..., /workspace/..., /third_party/...) are looked up under
 #     $RECIPE_ROOT, where the test put a stand-in that starts our binary with --dry-run and
-#     NCCL_HOSTID=node<rank / RECIPE_SLOTS> (each group of RECIPE_SLOTS ranks poses as a host);
+#     NCCL_HOSTID=node<rank / RECIPE_SLOTS> (each group of RECIPE_SLOTS ranks poses as a host,
+#     with the local rank mpirun gives there);
 #   * srun starts RECIPE_NODES x RECIPE_SLOTS processes with the environment a job step gives
 #     them (SLURM_PROCID, SLURM_LOCALID, the step's node list and tasks per node); its own
 #     options (--container-image, ...) belong to Slurm and pyxis and are left out.

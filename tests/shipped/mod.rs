@@ -288,9 +288,9 @@ pub fn image_layout(overrides: &[(&str, &str)]) -> (Layout, String) {
         .map(|w| w.trim_matches('"').to_string())
         .collect();
     let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
-    // --from names the builder's target folder. Here it is an empty folder: --print then
-    // prints an MPI build's names, the Dockerfile's default, whatever this checkout has built
-    // (without --from the script would look at target/release).
+    // --from names the builder's target folder. Here it is an empty folder: --print prints
+    // the same names for every build, and nothing of this checkout's is read (without --from
+    // the script would look at target/release).
     let empty = TempDir::new("no-build");
     let empty_path = empty.0.to_string_lossy().into_owned();
     if let Some(i) = words.iter().position(|w| *w == "--from") {
@@ -341,7 +341,7 @@ pub fn image_layout(overrides: &[(&str, &str)]) -> (Layout, String) {
 }
 
 /// Every program path under one of the common folders that a text names is one the image's
-/// layout (install-layout.sh --common, an MPI build) answers at.
+/// layout (install-layout.sh --common) answers at.
 pub fn assert_paths_installed(what: &str, text: &str) {
     let layout = Layout::from_print(&layout_print(&["--common", "/opt/nccl-tests"]));
     // Files the Dockerfile copies in itself (the mpijob target's sshd start script).
