@@ -1,23 +1,20 @@
 #!/usr/bin/env bash
 # `--health --locate` on 4 ranks posing as hosts on one GPU (ci/vcluster.sh, environment
-# bootstrap): a SKU file of our own expects far more all_gather busbw than sockets on loopback
-# give, so the check finds all_gather slow (and all_reduce, listed first, judged without a
-# figure); locate must then run once, on all_gather, and its suspects go into the JSON summary.
-# Rank SLOW_RANK (default 2) runs pinned to a core kept busy, so that locate has someone to name.
-# Launch logic only: the times go through host sockets.
+# bootstrap). Ranks posing as hosts get no expected figure (explain calls their busbw loopback
+# sockets), so a build with the `test-hooks` feature is told which collective to judge slow
+# (NCCL_PERF_TEST_SLOW=all_gather): locate must then run once, on all_gather, and the suspects it
+# names go into the JSON summary. Rank SLOW_RANK (default 2) runs pinned to a core kept busy, so
+# that locate has someone to name. Launch logic only: the times go through host sockets.
 #
-# usage: ci/gpu-health-locate.sh DIST OUT
+# usage: ci/gpu-health-locate.sh HOOKS_DIST OUT   (HOOKS_DIST: release binaries built with
+#   --features test-hooks)
 set -u
 D=$(cd "$1" && pwd); mkdir -p "$2"; O=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 SLOW_RANK=${SLOW_RANK:-2}
 CORE=${CORE:-3}
 S=$O/summary.txt
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 { nvidia-smi -L; echo "SLOW_RANK=$SLOW_RANK CORE=$CORE"; } > "$S"
-cat > "$O/sku.txt" <<SKU
-expect | gpu=$gpu | nodes=4 | gpus_per_node=1 | collective=all_gather | busbw=500 | size=16M | network=- | measured=a test row: far above what loopback sockets give | source=ci/gpu-health-locate.sh
-SKU
 WRAP=$O/slow.sh
 cat > "$WRAP" <<'WRAPPER'
 #!/bin/sh
@@ -31,9 +28,10 @@ trap busy_stop EXIT
 busy_start "$CORE"
 mkdir -p "$O/ranks"
 timeout -k 5 400 bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$O/ranks" \
-  -e SLOW_RANK="$SLOW_RANK" -e CORE="$CORE" -- "$WRAP" "$D/all_reduce_perf" \
+  -e SLOW_RANK="$SLOW_RANK" -e CORE="$CORE" -e NCCL_PERF_TEST_SLOW=all_gather \
+  -- "$WRAP" "$D/all_reduce_perf" \
   --health --collectives all_reduce,all_gather,sendrecv -b 16M -e 16M -n 5 -w 1 \
-  --explain-sku "$O/sku.txt" --health-json "$O/health.json" \
+  --health-json "$O/health.json" \
   --locate quick --locate-size 16M --locate-iters 10 --locate-deadline 30 \
   > "$O/health.out" 2> "$O/health.err"
 rc=$?

@@ -31,7 +31,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
       awk '/nccl-perf trace:.*devices discovered/ {a=$3} /nccl-perf trace:.*communicators created/ {b=$3} END {if (a != "" && b != "") printf "%.3f\n", b - a}' "$f"
     done | sort -n | tail -1)
     ids=$(grep -ho 'communicators created ([0-9]* NCCL ids)' "$dir"/rank0.err | head -1)
-    timing=$(grep -h 'Init timings' "$dir"/rank0.err | head -1 | sed 's/.*Init timings - //')
+    timing=$(grep -h 'Init timings' "$dir"/rank0.out "$dir"/rank0.err | head -1 | sed 's/.*Init timings - //')
     echo "r$i roots=$k rc=$rc create_s=${slowest:-?} [$ids] nccl: ${timing:-none}" >> "$S"
   done
 done

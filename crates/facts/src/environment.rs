@@ -188,6 +188,14 @@ pub const TEST_PAUSE_MS: Variable = Variable {
     audience: Audience::Developer,
 };
 
+/// `NCCL_PERF_TEST_SLOW` (read only in builds with the `test-hooks` feature).
+pub const TEST_SLOW: Variable = Variable {
+    name: "NCCL_PERF_TEST_SLOW",
+    help: "Test hook (feature test-hooks): --health judges this collective slow whatever it measured, so that --health --locate can be exercised where no expected figure applies (one GPU, ranks posing as hosts).",
+    only: None,
+    audience: Audience::Developer,
+};
+
 /// Every variable above, in the order documentation lists them.
 pub const VARIABLES: &[Variable] = &[
     TESTS_DEVICE,
@@ -216,6 +224,7 @@ pub const VARIABLES: &[Variable] = &[
     TRACE,
     TEST_STALL_MS,
     TEST_PAUSE_MS,
+    TEST_SLOW,
 ];
 
 /// The launchers' variables the bootstrap reads, by launcher: (names, what they give).

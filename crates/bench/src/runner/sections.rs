@@ -113,16 +113,8 @@ fn locate_slow(
     found: &Inventory,
     gpus: &[Gpu],
 ) -> Result<u8> {
-    let first_slow = s
-        .checks
-        .iter()
-        .position(|c| c.verdict == Verdict::Slow)
-        .and_then(|i| {
-            s.colls
-                .iter()
-                .position(|c| c.name() == s.checks[i].collective)
-        });
-    let mine = match (boot.world_rank(), first_slow) {
+    let names: Vec<&str> = s.colls.iter().map(|c| c.name()).collect();
+    let mine = match (boot.world_rank(), first_slow(s.checks, &names)) {
         (0, Some(i)) => (i + 1) as f64,
         _ => 0.0,
     };
@@ -155,6 +147,12 @@ fn locate_slow(
     Ok(located.code)
 }
 
+/// The index in `names` (the sections' collectives) of the first collective `checks` finds slow.
+fn first_slow(checks: &[Check], names: &[&str]) -> Option<usize> {
+    let slow = checks.iter().find(|c| c.verdict == Verdict::Slow)?;
+    names.iter().position(|n| *n == slow.collective)
+}
+
 /// One section after its head: plan, set up (the first) or reuse the GPUs, measure, finish;
 /// returns its exit code and the GPUs, and its buffers' size.
 fn section(
@@ -177,16 +175,49 @@ fn section(
         .as_ref()
         .map(|_| health::threshold(&found.options));
     let max_bytes = plan.max_bytes;
-    Ok((
-        finish::finish_section(found.nccl, measured, out, threshold),
-        max_bytes,
-    ))
+    #[allow(unused_mut)]
+    let mut ended = finish::finish_section(found.nccl, measured, out, threshold);
+    #[cfg(feature = "test-hooks")]
+    if let Some(c) = &mut ended.check
+        && crate::environment::TEST_SLOW.get().as_deref() == Some(coll.name())
+    {
+        c.verdict = Verdict::Slow;
+    }
+    Ok((ended, max_bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collective::{AllGather, AllReduce, SendRecv};
+
+    #[test]
+    fn locate_goes_to_the_first_collective_found_slow() {
+        let check = |name: &str, verdict| Check {
+            collective: name.into(),
+            largest_bytes: 0,
+            busbw: None,
+            expected_busbw: None,
+            percent_of_expected: None,
+            wrong: 0,
+            verdict,
+            suspects: None,
+        };
+        let names = ["all_reduce", "all_gather", "sendrecv"];
+        let checks = [
+            check("all_reduce", Verdict::Unknown),
+            check("all_gather", Verdict::Slow),
+            check("sendrecv", Verdict::Slow),
+        ];
+        assert_eq!(first_slow(&checks, &names), Some(1));
+        let fine = [
+            check("all_reduce", Verdict::Ok),
+            check("sendrecv", Verdict::Wrong),
+        ];
+        assert_eq!(first_slow(&fine, &names), None);
+        // Not world rank 0: no checks, nothing picked here (rank 0's pick is shared).
+        assert_eq!(first_slow(&[], &names), None);
+    }
 
     #[test]
     fn sections_are_named_by_their_programs() {
