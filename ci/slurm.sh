@@ -16,6 +16,10 @@
 #   default-pmi2  the default build under srun --mpi=pmi2 meets through Slurm's PMI-1 wire-up
 #   default-pmix  the default build under srun --mpi=pmix meets through PMIx (libpmix.so.2)
 #   pmix-nolib    the same with NCCL_PERF_PMIX_LIB naming no file: Slurm's variables instead
+#   pmi2lib-4, pmi2lib-16
+#                 the default build under srun --mpi=pmi2 with NCCL_PERF_BOOTSTRAP=pmi2: 4 and
+#                 16 processes meet through Slurm's PMI-2 library (libpmi2-0's libpmi2.so.0),
+#                 the engine Cray's PALS gets from Cray PMI
 #   sbatch        examples/slurm/all_reduce_env.sbatch (one node, a task per CPU up to 4, no
 #                 GPUs asked of Slurm): its
 #                 dry run forms the job, its real run stops with exit 2 (no GPU here)
@@ -189,6 +193,19 @@ if NCCL_PERF_PMIX_LIB=/nonexistent/libpmix.so.2 bounded srun --mpi=pmix -n 4 --o
 else
   fail pmix-nolib "$(cat "$out" "$err")"
 fi
+
+# The PMI-2 library engine (Cray PMI under PALS) against a real PMI-2 server: Slurm's
+# libpmi2.so.0 (Debian's libpmi2-0) under srun --mpi=pmi2, forced (srun's PMI_FD alone would
+# choose the PMI-1 wire-up). 16 processes need 16 visible GPUs (the dry run checks one each).
+for n in 4 16; do
+  if CUDA_VISIBLE_DEVICES="$(seq -s , 0 $((n - 1)))" NCCL_PERF_BOOTSTRAP=pmi2 bounded srun --mpi=pmi2 -n "$n" --overcommit \
+    "$default_bin/all_reduce_perf" "${nebius[@]}" --dry-run >"$out" 2>"$err" &&
+    plan_ok "$n" "PMI-2 library to start"; then
+    pass "pmi2lib-$n"
+  else
+    fail "pmi2lib-$n" "$(cat "$out" "$err")"
+  fi
+done
 
 # The example job script, on one node with one task per CPU, at most 4 (sbatch refuses more
 # tasks per node than CPUs, --overcommit or not), and its #SBATCH --gpus-per-node line left

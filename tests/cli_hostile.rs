@@ -588,7 +588,7 @@ fn hostile_environments(_tmp: &Path) -> Vec<Case> {
             &["--dry-run"],
             &[("NCCL_PERF_BOOTSTRAP", "bogus")],
             Args(
-                "NCCL_PERF_BOOTSTRAP='bogus' is not one of auto, mpi, mpilib, pmi, pmix, env, single",
+                "NCCL_PERF_BOOTSTRAP='bogus' is not one of auto, mpi, mpilib, pmi, pmi2, pmix, env, single",
             ),
         ),
         with_env(

@@ -1,8 +1,9 @@
 //! The default build (no MPI linked) under launchers that run a wire-up of their own: Open
 //! MPI's `mpirun` (PMIx, through the `libpmix.so.2` it uses) and MPICH's `mpiexec.hydra`
-//! (PMI-1 over the socket in `PMI_FD`), 4 and 16 processes with `--dry-run`, which meets for
-//! real and prints the plan. Under `CI=true` a missing launcher fails the test; elsewhere it
-//! is skipped with a message. (The MPI build uses MPI under these launchers: `bootstrap.rs`.)
+//! (PMI-1 over the socket in `PMI_FD`; PMI-2 through Slurm's `libpmi2.so.0`, which speaks
+//! Hydra's PMI-2 too), 4 and 16 processes with `--dry-run`, which meets for real and prints
+//! the plan. Under `CI=true` a missing launcher fails the test; elsewhere it is skipped with a
+//! message. (The MPI build uses MPI under these launchers: `bootstrap.rs`.)
 
 #![cfg(not(feature = "mpi"))]
 
@@ -263,4 +264,89 @@ fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
     if have("mpiexec.hydra", "mpich") {
         a_process_that_never_arrives("mpiexec.hydra", "-n", "PMI-1 (PMI_FD=");
     }
+}
+
+/// Whether our programs run under an emulator; then `what` is skipped, with a message.
+pub(crate) fn emulated(what: &str) -> bool {
+    let e = std::env::var_os("NCCL_PERF_TEST_RUNNER").is_some_and(|v| !v.is_empty());
+    if e {
+        eprintln!("skipped under NCCL_PERF_TEST_RUNNER: {what}");
+    }
+    e
+}
+
+/// Slurm's PMI-2 client library (Debian's libpmi2-0) where it is installed; under CI it must be.
+fn pmi2_library() -> Option<String> {
+    let p = format!("/usr/lib/{}-linux-gnu/libpmi2.so.0", std::env::consts::ARCH);
+    if std::path::Path::new(&p).exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{p} is not installed: under CI it must be (.ci/run installs libpmi2-0)"
+    );
+    eprintln!("skipped: {p} is not installed (.ci/run installs libpmi2-0)");
+    None
+}
+
+/// `mpiexec.hydra` with `NCCL_PERF_BOOTSTRAP=pmi2`: every process loads the PMI-2 library
+/// (the engine Cray's PALS gets) and Hydra serves its PMI-2 wire protocol.
+fn hydra_through_the_pmi2_library(np: usize) {
+    if emulated("the PMI-2 library (none in the sysroot)") || !have("mpiexec.hydra", "mpich") {
+        return;
+    }
+    let Some(lib) = pmi2_library() else {
+        return;
+    };
+    let env = [
+        ("NCCL_PERF_BOOTSTRAP", "pmi2"),
+        ("NCCL_PERF_PMI2_LIB", lib.as_str()),
+    ];
+    one_plan(&run(HYDRA, np, &env, &[]), np, "PMI-2 library");
+}
+
+#[test]
+fn mpiexec_hydra_four_processes_meet_through_the_pmi2_library() {
+    hydra_through_the_pmi2_library(4);
+}
+
+#[test]
+fn mpiexec_hydra_sixteen_processes_meet_through_the_pmi2_library() {
+    hydra_through_the_pmi2_library(16);
+}
+
+#[test]
+fn pals_without_a_pmi2_or_mpi_library_is_one_line_naming_both() {
+    // Cray's PALS (its rank variable, no PMIx or PMI-1 wire-up): the PMI-2 library, then the
+    // MPI library (Cray MPICH); neither there: exit 6 and one line naming both and what to set.
+    let (pmi2, mpi) = ("/nonexistent/libpmi2.so", "/nonexistent/libmpi.so.12");
+    let c = programs::command(
+        BIN,
+        &programs::args(&["--dry-run", "-b", "8", "-e", "8"]),
+        &[
+            ("PALS_RANKID", "0"),
+            ("PALS_LOCAL_RANKID", "0"),
+            ("NCCL_PERF_PMI2_LIB", pmi2),
+            ("NCCL_PERF_MPI_LIB", mpi),
+            ("CUDA_VISIBLE_DEVICES", "0"),
+        ],
+    );
+    let o = programs::run(c, std::time::Duration::from_secs(60));
+    assert_eq!(o.code, Some(6), "{}", o.all());
+    assert!(
+        !o.panicked() && !o.stdout.contains("dry run"),
+        "{}",
+        o.all()
+    );
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.all());
+    assert!(
+        lines[0].contains("PALS_RANKID is set but neither libpmi2.so nor libmpi.so.12 was found")
+            && lines[0].contains(&format!("({pmi2}; {mpi})"))
+            && lines[0].contains("NCCL_PERF_PMI2_LIB=")
+            && lines[0].contains("NCCL_PERF_MPI_LIB=")
+            && lines[0].contains("NCCL_PERF_RENDEZVOUS="),
+        "{}",
+        lines[0]
+    );
 }

@@ -8,20 +8,11 @@
 
 #![cfg(not(feature = "mpi"))]
 
-use crate::engines::{HYDRA, MPIRUN, have, one_plan, run, text};
+use crate::engines::{HYDRA, MPIRUN, emulated, have, one_plan, run, text};
 use std::process::Command;
 
 const OPEN_MPI: &str = "MPI library (Open MPI)";
 const MPICH: &str = "MPI library (MPICH ABI)";
-
-/// Whether our programs run under an emulator; then `what` is skipped, with a message.
-fn emulated(what: &str) -> bool {
-    let e = std::env::var_os("NCCL_PERF_TEST_RUNNER").is_some_and(|v| !v.is_empty());
-    if e {
-        eprintln!("skipped under NCCL_PERF_TEST_RUNNER: {what}");
-    }
-    e
-}
 
 /// `mpirun` passing `vars` on to its processes.
 fn mpirun_with(vars: &[&'static str]) -> Vec<&'static str> {
@@ -145,4 +136,78 @@ fn mpiexec_hydra_a_process_that_never_arrives_ends_by_the_timeout() {
     if let Some(lib) = mpich_library() {
         a_process_that_never_arrives(&["mpiexec.hydra"], "-n", Some(&lib), "MPI library (MPICH");
     }
+}
+
+/// A library with PMIx's client functions whose `PMIx_Init` refuses (status -31, as a
+/// `libpmix.so.2` of another version than the launcher's PMIx server may), built with the C
+/// compiler into a folder of its own; `None` (with a message) without one.
+fn refusing_pmix_library() -> Option<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("nccl-perf-refusing-pmix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("pmix.c");
+    let lib = dir.join("libpmix.so.2");
+    let mut c = String::from(
+        "#include <stddef.h>\nint PMIx_Init(void *p, void *i, size_t n) { return -31; }\n",
+    );
+    for f in ["Finalize", "Abort", "Put", "Commit", "Fence", "Get"] {
+        c.push_str(&format!("int PMIx_{f}(void) {{ return -1; }}\n"));
+    }
+    std::fs::write(&src, c).unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no C compiler: under CI it must be installed (.ci/run installs g++)"
+        );
+        eprintln!("skipped: no C compiler to build a refusing PMIx library");
+        return None;
+    }
+    Some(lib)
+}
+
+#[test]
+fn a_pmix_library_that_refuses_gives_way_to_open_mpis_library() {
+    // libpmix.so.2 found but PMIx_Init failing (Open MPI with its own PMIx inside, a system
+    // PMIx of another version): the MPI library starts the job; rank 0 says why, once.
+    if emulated("a host-built library") || !have("mpirun", "openmpi-bin") {
+        return;
+    }
+    let Some(lib) = refusing_pmix_library() else {
+        return;
+    };
+    let lib = lib.display().to_string();
+    let l = mpirun_with(&["NCCL_PERF_PMIX_LIB"]);
+    let o = run(&l, 4, &[("NCCL_PERF_PMIX_LIB", &lib)], &[]);
+    one_plan(&o, 4, OPEN_MPI);
+    let err = text(&o.stderr);
+    let note = "PMIx_Init failed with PMIx status -31; starting through the MPI library (Open MPI";
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    // Neither starts: one line naming both.
+    let l = mpirun_with(&["NCCL_PERF_PMIX_LIB", "NCCL_PERF_MPI_LIB"]);
+    let env = [
+        ("NCCL_PERF_PMIX_LIB", lib.as_str()),
+        ("NCCL_PERF_MPI_LIB", "/nonexistent/libmpi.so.40"),
+    ];
+    let o = run(&l, 2, &env, &[]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_ne!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        !out.contains("dry run") && !err.contains("panicked"),
+        "{out}{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("PMIx_Init failed with PMIx status -31; then the MPI library"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("(OMPI_COMM_WORLD_SIZE is set)")
+            && line.contains("libmpi.so.40 was not found (/nonexistent/libmpi.so.40)"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(std::path::Path::new(&lib).parent().unwrap());
 }

@@ -109,6 +109,21 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
             }
             return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
         }
+        "pmi2" => {
+            // A PMI-2 library run outside its launcher starts as a job of one: refuse that.
+            let offered = ["PALS_RANKID", "PMI_FD", "PMI_PORT", "PMI_RANK"]
+                .iter()
+                .any(|v| env(v).is_some());
+            if !offered {
+                return Err(Error::Launch(
+                    "NCCL_PERF_BOOTSTRAP=pmi2, but the launcher set none of PALS_RANKID, \
+                     PMI_FD, PMI_PORT, PMI_RANK (PALS' mpiexec and aprun, srun --mpi=pmi2 do)"
+                        .into(),
+                ));
+            }
+            return engine_launch(env, timeout, Kind::Pmi2Lib, None)
+                .map(|e| Launch::Engine(Box::new(e)));
+        }
         "mpilib" => {
             return engine_launch(env, timeout, Kind::MpiLib, None)
                 .map(|e| Launch::Engine(Box::new(e)));
@@ -134,7 +149,7 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, mpilib, pmi, pmix, env, single"
+                "NCCL_PERF_BOOTSTRAP='{other}' is not one of auto, mpi, mpilib, pmi, pmi2, pmix, env, single"
             )));
         }
     }
@@ -183,6 +198,7 @@ fn engine_launch(
         launcher: match kind {
             Kind::Pmi1 => "PMI-1",
             Kind::Pmix => "PMIx",
+            Kind::Pmi2Lib => "PMI-2 library",
             Kind::MpiLib => "MPI library",
         },
         rank: 0,

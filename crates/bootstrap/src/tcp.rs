@@ -514,7 +514,7 @@ impl Bootstrap for TcpBootstrap {
         // A job formed through the launcher's wire-up (engine/) says so.
         let how = match self.launcher {
             "PMIx" | "PMI-1" => "wire-up",
-            l if l.starts_with("MPI library") => "to start",
+            l if l.starts_with("MPI library") || l.starts_with("PMI-2 library") => "to start",
             _ => "environment",
         };
         format!(

@@ -74,7 +74,7 @@ pub const TESTS_SPLIT_MASK: Variable = user(
 /// `NCCL_PERF_BOOTSTRAP`.
 pub const BOOTSTRAP: Variable = user(
     "NCCL_PERF_BOOTSTRAP",
-    "How the processes of a job meet: mpi, mpilib, pmi, pmix, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's PMIx or PMI-1 wire-up to start a TCP rendezvous, else the MPI library the launcher came with, opened at run time to start it, else the launcher's environment, else one process).",
+    "How the processes of a job meet: mpi, mpilib, pmi, pmi2, pmix, env, single, or auto (the default: MPI when built with it and started by an MPI launcher, else the launcher's PMIx or PMI-1 wire-up to start a TCP rendezvous, else under PALS its PMI-2 library, else the MPI library the launcher came with, opened at run time to start it, else the launcher's environment, else one process).",
 );
 /// `NCCL_PERF_RENDEZVOUS`.
 pub const RENDEZVOUS: Variable = user(
@@ -85,6 +85,11 @@ pub const RENDEZVOUS: Variable = user(
 pub const PMIX_LIB: Variable = user(
     "NCCL_PERF_PMIX_LIB",
     "Path of libpmix.so.2 to start through PMIx (default: the loader's path, $OPAL_PREFIX/lib, the lib/ beside mpirun in PATH).",
+);
+/// `NCCL_PERF_PMI2_LIB`.
+pub const PMI2_LIB: Variable = user(
+    "NCCL_PERF_PMI2_LIB",
+    "Path of the PMI-2 library to start through (Cray PMI's libpmi2.so under PALS, Slurm's libpmi2.so.0 under srun --mpi=pmi2 with NCCL_PERF_BOOTSTRAP=pmi2; default: the loader's path, then lib/ and lib64/ under $CRAY_PMI_PREFIX and /opt/cray/pe/pmi/default).",
 );
 /// `NCCL_PERF_MPI_LIB`.
 pub const MPI_LIB: Variable = user(
@@ -205,6 +210,7 @@ pub const VARIABLES: &[Variable] = &[
     BOOTSTRAP,
     RENDEZVOUS,
     PMIX_LIB,
+    PMI2_LIB,
     MPI_LIB,
     RENDEZVOUS_PORT,
     RENDEZVOUS_BIND,

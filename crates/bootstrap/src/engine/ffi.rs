@@ -2,10 +2,12 @@
 //! (`PMI_FD`), and PMIx's client library, opened with `dlopen` at run time (libloading), its
 //! structures written here from PMIx's public header `pmix_common.h` (stable since PMIx 3.2.5;
 //! `tests.rs` checks them against the header with the C compiler where it is installed).
-//! An MPI library opened the same way is `ffi/mpi.rs`. Everything here is called from safe
-//! wrappers (`pmix.rs`, `pmi1.rs`, `mpilib.rs`); no pointer leaves.
+//! An MPI library opened the same way is `ffi/mpi.rs`, a PMI-2 library `ffi/pmi2.rs`.
+//! Everything here is called from safe wrappers (`pmix.rs`, `pmi1.rs`, `mpilib.rs`,
+//! `pmi2.rs`); no pointer leaves.
 
 pub mod mpi;
+pub mod pmi2;
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::os::fd::{FromRawFd, OwnedFd};

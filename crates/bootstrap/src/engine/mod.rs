@@ -1,15 +1,17 @@
 //! Engines: the wire-up a launcher already runs (PMI-1 under `mpiexec.hydra` and `srun
-//! --mpi=pmi2`, PMIx under Open MPI's `mpirun` and `srun --mpi=pmix`), spoken or loaded at run
+//! --mpi=pmi2`, PMIx under Open MPI's `mpirun` and `srun --mpi=pmix`, the PMI-2 library under
+//! Cray's PALS, the MPI library where none of these is reached), spoken or loaded at run
 //! time and used only to start: rank 0 listens on a port of its own choosing, publishes where
 //! it listens and a fresh one-time token through the engine, a fence makes it visible, and
 //! every process joins our authenticated TCP rendezvous with them (`form`). Later collectives
-//! and heartbeats stay on our own connections. The unsafe code (the inherited socket, PMIx's
-//! library) is fenced in `ffi.rs`.
+//! and heartbeats stay on our own connections. The unsafe code (the inherited socket, the
+//! libraries) is fenced in `ffi.rs`.
 
 #[allow(unsafe_code)]
 mod ffi;
 mod mpilib;
 mod pmi1;
+mod pmi2;
 mod pmix;
 
 pub(crate) use pmi1::{hex, unhex};
@@ -82,6 +84,7 @@ pub fn open(kind: Kind, env: Env, deadline: Instant) -> Result<Box<dyn Engine>> 
     match kind {
         Kind::Pmi1 => open_pmi1(env, deadline),
         Kind::Pmix => open_pmix(env, deadline),
+        Kind::Pmi2Lib => open_pmi2(env, deadline),
         Kind::MpiLib => {
             let why = crate::launch::mpi_marker(env).unwrap_or("NCCL_PERF_BOOTSTRAP=mpilib");
             mpilib::MpiLibEngine::open(env, deadline, why, None).map(|e| Box::new(e) as _)
@@ -89,14 +92,92 @@ pub fn open(kind: Kind, env: Env, deadline: Instant) -> Result<Box<dyn Engine>> 
     }
 }
 
-/// PMIx; where its library is missing and an MPI launcher's variable is set, the MPI library.
+/// The MPI library, opened because `why` (an MPI launcher's variable) is set.
+fn open_mpilib(
+    env: Env,
+    deadline: Instant,
+    why: &str,
+    before: Option<mpilib::Before>,
+) -> Result<Box<dyn Engine>> {
+    mpilib::MpiLibEngine::open(env, deadline, why, before).map(|e| Box::new(e) as _)
+}
+
+/// PMIx; where its library is missing, or found but does not start (an Open MPI with PMIx
+/// inside its own libraries beside a system `libpmix.so.2` of another version), and an MPI
+/// launcher's variable is set, the MPI library.
 fn open_pmix(env: Env, deadline: Instant) -> Result<Box<dyn Engine>> {
-    match (pmix::find(env), crate::launch::mpi_marker(env)) {
-        (Ok(lib), _) => pmix::PmixEngine::start(lib, env, deadline).map(|e| Box::new(e) as _),
+    let marker = crate::launch::mpi_marker(env);
+    match (pmix::find(env), marker) {
+        (Ok(lib), _) => or_mpilib(
+            pmix::PmixEngine::start(lib, env, deadline).map(|e| Box::new(e) as _),
+            marker,
+            |why| open_mpilib(env, deadline, why, None),
+        ),
         (Err(tried), Some(why)) => {
-            mpilib::MpiLibEngine::open(env, deadline, why, Some(&tried)).map(|e| Box::new(e) as _)
+            let before = mpilib::Before {
+                lib: pmix::PMIX_LIB_NAME,
+                var: nccl_perf_facts::environment::PMIX_LIB.name,
+                tried: &tried,
+            };
+            open_mpilib(env, deadline, why, Some(before))
         }
         (Err(_), None) => pmix::PmixEngine::open(env, deadline).map(|e| Box::new(e) as _),
+    }
+}
+
+/// The PMI-2 library (Cray PMI under PALS); as for PMIx, the MPI library where it is missing
+/// or does not start and an MPI launcher's variable (`PALS_RANKID`) is set.
+fn open_pmi2(env: Env, deadline: Instant) -> Result<Box<dyn Engine>> {
+    let marker = crate::launch::mpi_marker(env);
+    match (pmi2::find(env), marker) {
+        (Ok((lib, path)), _) => or_mpilib(
+            pmi2::Pmi2Engine::start(lib, path, env, deadline).map(|e| Box::new(e) as _),
+            marker,
+            |why| open_mpilib(env, deadline, why, None),
+        ),
+        (Err(tried), Some(why)) => {
+            let before = mpilib::Before {
+                lib: pmi2::PMI2_LIBS[0],
+                var: nccl_perf_facts::environment::PMI2_LIB.name,
+                tried: &tried,
+            };
+            open_mpilib(env, deadline, why, Some(before))
+        }
+        (Err(tried), None) => Err(pmi2::missing("NCCL_PERF_BOOTSTRAP=pmi2", &tried)),
+    }
+}
+
+/// After an engine whose library was found (`first`): itself when it started; else, when the
+/// library refused (not a timeout: no time is left for another) and an MPI launcher's
+/// variable `marker` is set, the MPI library (`mpi`), rank 0 saying why. Both failing: one
+/// line naming both.
+fn or_mpilib(
+    first: Result<Box<dyn Engine>>,
+    marker: Option<&str>,
+    mpi: impl FnOnce(&str) -> Result<Box<dyn Engine>>,
+) -> Result<Box<dyn Engine>> {
+    let err = match first {
+        Ok(e) => return Ok(e),
+        Err(e) => e,
+    };
+    let why = match (&err, marker) {
+        (Error::Launch(_), Some(why)) => why,
+        _ => return Err(err),
+    };
+    match mpi(why) {
+        Ok(e) => {
+            if e.rank() == 0 {
+                nccl_perf_facts::eline!(
+                    "nccl-perf: note: {err}; starting through the {} instead ({why} is set)",
+                    e.name()
+                );
+            }
+            Ok(e)
+        }
+        Err(Error::Launch(m)) => Err(Error::Launch(format!(
+            "{err}; then the MPI library ({why} is set): {m}"
+        ))),
+        Err(other) => Err(other),
     }
 }
 
@@ -104,6 +185,8 @@ fn open_pmix(env: Env, deadline: Instant) -> Result<Box<dyn Engine>> {
 fn launcher_of(name: &str) -> &'static str {
     if name.starts_with("PMIx") {
         "PMIx"
+    } else if name.starts_with("PMI-2 library") {
+        pmi2::PMI2
     } else if name.starts_with("MPI library (Open MPI") {
         mpilib::OPEN_MPI
     } else if name.starts_with("MPI library") {

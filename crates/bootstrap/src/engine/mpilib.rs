@@ -85,11 +85,23 @@ fn wanted(env: Env) -> &'static str {
     names(env)[0]
 }
 
-/// Whether `msg` is this engine's "no library found" (a launcher's variables may still do).
+/// Whether `msg` is an engine's "no library found" (a launcher's variables may still do):
+/// `<variable> is set but ... found (...)`, the variable one word (not a longer message that
+/// quotes one).
 pub fn not_found(msg: &str) -> bool {
-    msg.contains(" is set but ") && msg.contains(" found (")
+    matches!(msg.split_once(" is set but "), Some((head, tail)) if !head.contains(' ') && tail.contains(" found ("))
 }
 
+/// The library another engine looked for first and did not find (PMIx's, the PMI-2 one).
+#[derive(Debug, Clone, Copy)]
+pub struct Before<'a> {
+    /// Its file name.
+    pub lib: &'a str,
+    /// The variable that names it.
+    pub var: &'a str,
+    /// Where it was looked for.
+    pub tried: &'a [String],
+}
 /// Finds and opens the library: its handle and path, or what was tried.
 fn find(env: Env) -> std::result::Result<(Mpi, String), Vec<String>> {
     let mut tried = Vec::new();
@@ -107,19 +119,20 @@ fn find(env: Env) -> std::result::Result<(Mpi, String), Vec<String>> {
 }
 
 /// The error for a library not found: `why` is what made us look (a launcher's variable or
-/// the forced mode), `pmix_tried` what the PMIx engine tried first, if it did.
-fn missing(env: Env, why: &str, pmix_tried: Option<&[String]>, tried: &[String]) -> Error {
+/// the forced mode), `before` the library another engine looked for first, if it did.
+fn missing(env: Env, why: &str, before: Option<Before>, tried: &[String]) -> Error {
     let lib = wanted(env);
-    let (what, mut places) = match pmix_tried {
-        Some(p) => (
-            format!("neither {} nor {lib} was", super::pmix::PMIX_LIB_NAME),
-            p.to_vec(),
+    let (what, mut places, set) = match before {
+        Some(b) => (
+            format!("neither {} nor {lib} was", b.lib),
+            b.tried.to_vec(),
+            format!("{}=/path/to/{}, ", b.var, b.lib),
         ),
-        None => (format!("{lib} was not"), Vec::new()),
+        None => (format!("{lib} was not"), Vec::new(), String::new()),
     };
     places.extend_from_slice(tried);
     Error::Launch(format!(
-        "{why} is set but {what} found ({}); set {}=/path/to/{lib} or \
+        "{why} is set but {what} found ({}); set {set}{}=/path/to/{lib} or \
          NCCL_PERF_RENDEZVOUS=host:port",
         places.join("; "),
         MPI_LIB.name
@@ -147,15 +160,15 @@ pub struct MpiLibEngine {
 
 impl MpiLibEngine {
     /// Finds and opens the library, initialises MPI and reads rank and size. `why` names
-    /// what asked for it (for messages); `pmix_tried`: the PMIx library was looked for first
-    /// and not found there.
+    /// what asked for it (for messages); `before`: another engine's library was looked for
+    /// first and not found.
     pub fn open(
         env: Env,
         deadline: Instant,
         why: &str,
-        pmix_tried: Option<&[String]>,
+        before: Option<Before>,
     ) -> Result<MpiLibEngine> {
-        let (lib, path) = find(env).map_err(|t| missing(env, why, pmix_tried, &t))?;
+        let (lib, path) = find(env).map_err(|t| missing(env, why, before, &t))?;
         let (tx, rx) = mpsc::channel::<Job>();
         let abi = lib.abi();
         std::thread::Builder::new()

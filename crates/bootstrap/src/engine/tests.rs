@@ -428,3 +428,96 @@ fn the_users_port_is_where_rank_zero_listens() {
         (port, vec!["127.0.0.1".parse().unwrap()])
     );
 }
+
+#[test]
+fn a_library_found_but_refusing_gives_way_to_the_mpi_library_under_an_mpi_launcher() {
+    let refused = || -> Result<Box<dyn Engine>> {
+        Err(Error::Launch(
+            "PMIx (namespace ): PMIx_Init failed with PMIx status -31".into(),
+        ))
+    };
+    let works = || -> Result<Box<dyn Engine>> { Ok(Box::new(Broken(Vec::new()))) };
+    let not_called = |_: &str| -> Result<Box<dyn Engine>> { panic!("the MPI library was tried") };
+    // Started: kept.
+    assert!(or_mpilib(works(), Some("OMPI_COMM_WORLD_SIZE"), not_called).is_ok());
+    // Refused, no MPI launcher's variable: the first error.
+    let e = or_mpilib(refused(), None, not_called).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "PMIx (namespace ): PMIx_Init failed with PMIx status -31"
+    );
+    // Refused under an MPI launcher: the MPI library, told why.
+    let mut asked = None;
+    let e = or_mpilib(refused(), Some("OMPI_COMM_WORLD_SIZE"), |why| {
+        asked = Some(why.to_string());
+        works()
+    });
+    assert!(e.is_ok());
+    assert_eq!(asked.as_deref(), Some("OMPI_COMM_WORLD_SIZE"));
+    // Both refuse: one line naming both.
+    let e = or_mpilib(refused(), Some("OMPI_COMM_WORLD_SIZE"), |_| {
+        Err(Error::Launch(
+            "MPI library (Open MPI: libmpi.so.40): MPI_Init_thread failed with MPI error code 1"
+                .into(),
+        ))
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert_eq!(
+        e,
+        "PMIx (namespace ): PMIx_Init failed with PMIx status -31; then the MPI library \
+         (OMPI_COMM_WORLD_SIZE is set): MPI library (Open MPI: libmpi.so.40): MPI_Init_thread \
+         failed with MPI error code 1"
+    );
+    // A combined message is not "only a library missing" (that would meet silently another
+    // way): the first engine did refuse.
+    let e = or_mpilib(refused(), Some("PALS_RANKID"), |_| {
+        Err(Error::Launch(
+            "PALS_RANKID is set but libmpi.so.12 was not found (x); set NCCL_PERF_MPI_LIB=..."
+                .into(),
+        ))
+    })
+    .err()
+    .unwrap();
+    assert!(!unavailable(&e), "{e}");
+    // A timeout leaves no time for another engine: kept as it is (exit 4).
+    let timeout = Err(Error::Peers {
+        msg: "PMIx (namespace x): timed out in PMIx_Init".into(),
+        timed_out: true,
+        lost: Vec::new(),
+    });
+    let e = or_mpilib(timeout, Some("OMPI_COMM_WORLD_SIZE"), not_called)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::Peers {
+                timed_out: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // The MPI library timing out keeps its own error.
+    let e = or_mpilib(refused(), Some("OMPI_COMM_WORLD_SIZE"), |_| {
+        Err(Error::Peers {
+            msg: "MPI library: timed out in MPI_Init".into(),
+            timed_out: true,
+            lost: Vec::new(),
+        })
+    })
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::Peers {
+                timed_out: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}

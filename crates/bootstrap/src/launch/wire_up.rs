@@ -11,6 +11,10 @@ pub enum Kind {
     /// PMIx through `libpmix.so.2` (`PMIX_RANK`, `PMIX_NAMESPACE`); where that library is
     /// missing under an MPI launcher, the MPI library.
     Pmix,
+    /// A PMI-2 library opened at run time (Cray PMI's `libpmi2.so` under PALS: `PALS_RANKID`
+    /// without a PMIx or PMI-1 wire-up, or `NCCL_PERF_BOOTSTRAP=pmi2`); where that library is
+    /// missing under an MPI launcher, the MPI library.
+    Pmi2Lib,
     /// The launcher's MPI library opened at run time (an MPI launcher's variables without a
     /// PMIx or PMI-1 we reach, or `NCCL_PERF_BOOTSTRAP=mpilib`).
     MpiLib,
@@ -18,18 +22,26 @@ pub enum Kind {
 
 impl Kind {
     /// The engine the environment offers, PMIx first (Open MPI's mpirun and Slurm's
-    /// `--mpi=pmix` set no PMI-1 variables; a launcher that sets both serves both).
+    /// `--mpi=pmix` set no PMI-1 variables; a launcher that sets both serves both), then
+    /// PMI-1's wire, then PALS' PMI-2 library, then an MPI launcher's library.
     pub fn from_env(env: Env) -> Option<Kind> {
         if env("PMIX_RANK").is_some() && env("PMIX_NAMESPACE").is_some() {
             Some(Kind::Pmix)
         } else if env("PMI_FD").is_some() || env("PMI_PORT").is_some() {
             Some(Kind::Pmi1)
+        } else if pals(env) {
+            Some(Kind::Pmi2Lib)
         } else if mpi_marker(env).is_some() {
             Some(Kind::MpiLib)
         } else {
             None
         }
     }
+}
+
+/// Whether Cray's PALS started this process (`aprun`, PALS' `mpiexec`): its rank variable.
+pub fn pals(env: Env) -> bool {
+    env("PALS_RANKID").is_some()
 }
 
 /// The variable that says an MPI launcher started this process, if one does: Open MPI's
@@ -67,6 +79,7 @@ pub fn env_local_rank(env: Env) -> Option<usize> {
     [
         "OMPI_COMM_WORLD_LOCAL_RANK",
         "MPI_LOCALRANKID",
+        "PALS_LOCAL_RANKID",
         "SLURM_LOCALID",
     ]
     .iter()
