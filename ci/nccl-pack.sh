@@ -3,6 +3,9 @@
 # from PyPI's nvidia-nccl-cu12 wheel, compressed with xz and split into parts small enough to
 # carry one per device call. ci/nccl-unpack.sh puts them back together there, as the NCCL_DIR
 # ci/gpu-drop-in.sh takes (one subfolder per version, each with its libnccl.so.2).
+# PRUNE_SM=90 keeps only that architecture's device code (ci/prune-fatbin.py: the library then
+# packs to a fraction, one version per call beside the binaries); the checksum is the pruned
+# library's. Wheels from 2.28 on carry manylinux_2_18/2_27/2_28 tags: all are asked for.
 # usage: ci/nccl-pack.sh OUT [PART_MIB] VERSION...   e.g. ci/nccl-pack.sh target/nccl-pack 30 2.17.1 2.23.4
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: ci/nccl-pack.sh OUT [PART_MIB] VERSION..." >&2; exit 2; }
@@ -13,7 +16,8 @@ mkdir -p "$out"
 for v in "$@"; do
   work=$(mktemp -d)
   python3 -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-    --python-version 3.11 -d "$work" "nvidia-nccl-cu12==$v"
+    --platform manylinux_2_18_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_28_x86_64 --python-version 3.11 -d "$work" "nvidia-nccl-cu12==$v"
   whl=$(ls "$work"/*.whl)
   python3 - "$whl" "$work/libnccl.so.2" <<'EOF'
 import sys, zipfile, shutil
@@ -23,6 +27,10 @@ with zipfile.ZipFile(whl) as z:
     with z.open(name) as src, open(dest, "wb") as dst:
         shutil.copyfileobj(src, dst)
 EOF
+  if [ -n "${PRUNE_SM:-}" ]; then
+    python3 "$(dirname "$0")/prune-fatbin.py" "$work/libnccl.so.2" "$work/pruned" "$PRUNE_SM" >&2
+    mv "$work/pruned" "$work/libnccl.so.2"
+  fi
   mkdir -p "$out/$v"
   sha256sum "$work/libnccl.so.2" | cut -d' ' -f1 > "$out/$v/libnccl.so.2.sha256"
   xz -T0 -6 -c "$work/libnccl.so.2" | split -b "${part}M" -d - "$out/$v/libnccl.so.2.xz.part-"

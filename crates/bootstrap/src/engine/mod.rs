@@ -10,6 +10,7 @@
 #[allow(unsafe_code)]
 mod ffi;
 mod mpilib;
+mod on_thread;
 mod pmi1;
 mod pmi2;
 mod pmix;

@@ -9,11 +9,11 @@
 
 use super::Engine;
 use super::ffi::mpi::{Abi, Mpi};
+use super::on_thread::OnThread;
 use crate::error::{Error, Result};
 use crate::launch::Env;
 use nccl_perf_facts::environment::MPI_LIB;
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Open MPI's library.
@@ -139,11 +139,9 @@ fn missing(env: Env, why: &str, before: Option<Before>, tried: &[String]) -> Err
     ))
 }
 
-type Job = Box<dyn FnOnce(&Mpi) + Send>;
-
 /// A session of the MPI library.
 pub struct MpiLibEngine {
-    jobs: mpsc::Sender<Job>,
+    lib: OnThread<Mpi>,
     abi: Abi,
     path: String,
     rank: usize,
@@ -169,16 +167,8 @@ impl MpiLibEngine {
         before: Option<Before>,
     ) -> Result<MpiLibEngine> {
         let (lib, path) = find(env).map_err(|t| missing(env, why, before, &t))?;
-        let (tx, rx) = mpsc::channel::<Job>();
         let abi = lib.abi();
-        std::thread::Builder::new()
-            .name("nccl-perf-mpi".into())
-            .spawn(move || {
-                for job in rx {
-                    job(&lib);
-                }
-            })
-            .map_err(|e| Error::Internal(format!("MPI: cannot start a thread: {e}")))?;
+        let lib = OnThread::start(lib, "MPI", "nccl-perf-mpi")?;
         let job = [
             "PMIX_NAMESPACE",
             "OMPI_MCA_ess_base_jobid",
@@ -190,7 +180,7 @@ impl MpiLibEngine {
         .map(|id| format!("mpi:{}", crate::peer_text::clean(&id, 80)))
         .unwrap_or_default();
         let mut e = MpiLibEngine {
-            jobs: tx,
+            lib,
             abi,
             path,
             rank: 0,
@@ -220,29 +210,7 @@ impl MpiLibEngine {
         what: &str,
         f: impl FnOnce(&Mpi) -> std::result::Result<T, String> + Send + 'static,
     ) -> Result<T> {
-        let (tx, rx) = mpsc::channel();
-        self.jobs
-            .send(Box::new(move |m: &Mpi| {
-                let _ = tx.send(f(m));
-            }))
-            .map_err(|_| Error::Internal(format!("MPI: {what}: the MPI thread is gone")))?;
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Error::Launch(format!("{}: {e}", self.name()))),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Peers {
-                msg: format!(
-                    "{}: timed out in {what} (NCCL_PERF_BOOTSTRAP_TIMEOUT): a process of the \
-                     job did not arrive",
-                    self.name()
-                ),
-                timed_out: true,
-                lost: Vec::new(),
-            }),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(Error::Internal(format!("MPI: {what}'s call failed")))
-            }
-        }
+        self.lib.call(&self.name(), self.deadline, what, f)
     }
 }
 

@@ -12,11 +12,11 @@
 
 use super::Engine;
 use super::ffi::pmi2::{MAX_KEYLEN, MAX_VALLEN, Pmi2};
+use super::on_thread::OnThread;
 use crate::error::{Error, Result};
 use crate::launch::Env;
 use nccl_perf_facts::environment::PMI2_LIB;
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How the engine names its launcher (the dry run's bootstrap line).
@@ -162,11 +162,9 @@ pub fn full_key(rank: usize, key: &str, i: usize) -> std::result::Result<String,
     Ok(k)
 }
 
-type Job = Box<dyn FnOnce(&Pmi2) + Send>;
-
 /// A session of the PMI-2 library.
 pub struct Pmi2Engine {
-    jobs: mpsc::Sender<Job>,
+    lib: OnThread<Pmi2>,
     path: String,
     rank: usize,
     size: usize,
@@ -180,17 +178,9 @@ impl Pmi2Engine {
     /// job's id. A size that disagrees with the launcher's `PMI_SIZE` is refused (a library
     /// that does not belong to this launcher runs as a job of one).
     pub fn start(lib: Pmi2, path: String, env: Env, deadline: Instant) -> Result<Pmi2Engine> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("nccl-perf-pmi2".into())
-            .spawn(move || {
-                for job in rx {
-                    job(&lib);
-                }
-            })
-            .map_err(|e| Error::Internal(format!("PMI-2: cannot start a thread: {e}")))?;
+        let lib = OnThread::start(lib, "PMI-2", "nccl-perf-pmi2")?;
         let mut e = Pmi2Engine {
-            jobs: tx,
+            lib,
             path,
             rank: 0,
             size: 0,
@@ -233,29 +223,7 @@ impl Pmi2Engine {
         what: &str,
         f: impl FnOnce(&Pmi2) -> std::result::Result<T, String> + Send + 'static,
     ) -> Result<T> {
-        let (tx, rx) = mpsc::channel();
-        self.jobs
-            .send(Box::new(move |l: &Pmi2| {
-                let _ = tx.send(f(l));
-            }))
-            .map_err(|_| Error::Internal(format!("PMI-2: {what}: the PMI-2 thread is gone")))?;
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Error::Launch(format!("{}: {e}", self.name()))),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Peers {
-                msg: format!(
-                    "{}: timed out in {what} (NCCL_PERF_BOOTSTRAP_TIMEOUT): a process of the \
-                     job did not arrive",
-                    self.name()
-                ),
-                timed_out: true,
-                lost: Vec::new(),
-            }),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(Error::Internal(format!("PMI-2: {what}'s call failed")))
-            }
-        }
+        self.lib.call(&self.name(), self.deadline, what, f)
     }
 }
 
