@@ -59,7 +59,7 @@ for vdir in "$ND"/*/; do
     mkdir -p "$W/tuning.$c"
     bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$W/tuning.$c" -e NCCL_PERF_LIBNCCL="$lib" \
       -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
-      "$D/${c}_perf" -b 8 -e 64M -f 4 -w 1 -n 2 --explain > "$W/tuning.$c.out" 2> "$W/tuning.$c.err"
+      "$D/${c}_perf" -b 8 -e 64M -f 4 -w 1 -n 2 --explain -J "$W/tuning.$c.json" > "$W/tuning.$c.out" 2> "$W/tuning.$c.err"
     echo "$v ${c}_perf n4 --explain with TUNING: rc=$? tuning-lines=$(grep -c 'Bytes -> Algo' "$W/tuning.$c/rank0.out") explain-lines=$(grep -c '^# .*: .*channel' "$W/tuning.$c.out")" >> "$M"
     rm -f "$W/tuning.$c"/rank[1-9].* "$W/tuning.$c"/*.pid
   done
