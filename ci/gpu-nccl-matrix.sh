@@ -61,7 +61,22 @@ for vdir in "$ND"/*/; do
       -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
       "$D/${c}_perf" -b 8 -e 64M -f 4 -w 1 -n 2 --explain -J "$W/tuning.$c.json" > "$W/tuning.$c.out" 2> "$W/tuning.$c.err"
     echo "$v ${c}_perf n4 --explain with TUNING: rc=$? tuning-lines=$(grep -c 'Bytes -> Algo' "$W/tuning.$c/rank0.out") explain-lines=$(grep -c '^# .*: .*channel' "$W/tuning.$c.out")" >> "$M"
+    if [ -f "$W/tuning.$c.json" ]; then
+      python3 "$HERE/explain-vs-tuning.py" "$W/tuning.$c.json" "$W/tuning.$c/rank0.out" > "$W/tuning.$c.compare" 2>&1
+      echo "$v ${c}_perf n4 explain vs TUNING: rc=$? $(tail -1 "$W/tuning.$c.compare")" >> "$M"
+    fi
     rm -f "$W/tuning.$c"/rank[1-9].* "$W/tuning.$c"/*.pid
   done
+  # NCCL's calls per size, ours against nccl-tests' (the harness must add none).
+  mkdir -p "$W/tuning.theirs.all_reduce"
+  bash "$HERE/vcluster.sh" -n 4 -l mpirun -d "$W/tuning.theirs.all_reduce" -e LD_LIBRARY_PATH="$vdir" \
+    -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
+    "$NT/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/tuning.theirs.all_reduce.out" 2>&1
+  calls() { grep -h '^vnode0:' "$@" | grep -o 'AllReduce: [0-9]* Bytes' | sort | uniq -c | sort -k3 -n | awk '{printf "%s:%s ", $3, $1}'; }
+  ours_calls=$(calls "$W/tuning.all_reduce/rank0.out")
+  theirs_calls=$(calls "$W/tuning.theirs.all_reduce.out" "$W/tuning.theirs.all_reduce"/rank0.* 2> /dev/null)
+  same=no; [ -n "$ours_calls" ] && [ "$ours_calls" = "$theirs_calls" ] && same=yes
+  echo "$v all_reduce n4 NCCL calls per size (bytes:calls) same=$same ours: $ours_calls| nccl-tests: $theirs_calls" >> "$M"
+  rm -f "$W/tuning.theirs.all_reduce"/rank[1-9].* "$W/tuning.theirs.all_reduce"/*.pid
 done
 cat "$M"
