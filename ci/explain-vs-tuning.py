@@ -7,7 +7,9 @@ NCCL_DEBUG_SUBSYS=TUNING, rank 0's output):
 
 NCCL logs one line per call (warm-up, timed, validation); every call of a size must agree with
 every half-row explain reported for that size. Names are compared without case (NCCL's RING is
-explain's Ring); channels are hi - lo + 1.
+explain's Ring); channels are hi - lo + 1. NCCL logs AllGather and ReduceScatter by the bytes of
+one rank's part, where the table's size column (and explain's rows) count the whole buffer:
+those are scaled by the number of ranks before they are matched.
 
 usage: ci/explain-vs-tuning.py EXPLAIN_JSON NCCL_LOG
 Prints one line per size and a summary line; exits 1 on a disagreement, 2 when there is
@@ -21,35 +23,42 @@ LINE = re.compile(
 )
 
 
-def nccl_choices(path):
-    """bytes -> set of (algo, proto, channels) NCCL logged."""
+PER_RANK = ("AllGather", "ReduceScatter")
+
+
+def nccl_choices(path, nranks):
+    """bytes (the table's size) -> set of (algo, proto, channels) NCCL logged."""
     seen = {}
     with open(path, errors="replace") as f:
         for line in f:
             m = LINE.search(line)
             if m:
                 b, a, p, lo, hi = int(m[2]), m[3].lower(), m[4].lower(), int(m[5]), int(m[6])
+                if m[1] in PER_RANK:
+                    b *= nranks
                 seen.setdefault(b, set()).add((a, p, hi - lo + 1))
     return seen
 
 
 def explain_choices(path):
-    """bytes -> set of (algo, proto, channels) explain reported (rows it saw)."""
-    rows = json.load(open(path))["nccl_perf_explain"]["rows"]
+    """(number of ranks, bytes -> set of (algo, proto, channels) explain reported)."""
+    x = json.load(open(path))["nccl_perf_explain"]
+    rows, nranks = x["rows"], x["run"]["nranks"]
     out = {}
     for r in rows:
         if r.get("seen") and r.get("algo") and r.get("proto"):
             out.setdefault(r["bytes"], set()).add(
                 (r["algo"].lower(), r["proto"].lower(), r.get("channels"))
             )
-    return out
+    return nranks, out
 
 
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    ours, theirs = explain_choices(sys.argv[1]), nccl_choices(sys.argv[2])
+    nranks, ours = explain_choices(sys.argv[1])
+    theirs = nccl_choices(sys.argv[2], nranks)
     both = sorted(set(ours) & set(theirs))
     bad = 0
     for b in both:

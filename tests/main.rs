@@ -46,6 +46,7 @@ mod capture_abi;
 mod capture_chain;
 mod explain_cli;
 mod explain_report;
+mod explain_tuning;
 
 // locate (straggler search) on model clusters and replayed runs.
 mod locate_evidence;

@@ -1,0 +1,80 @@
+//! `ci/explain-vs-tuning.py` (issue 42: explain's per-size algorithm, protocol and channels
+//! against NCCL's own TUNING lines) on real runs kept in tests/tuning/: every size agrees, and
+//! a row changed by hand is named as a disagreement.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// Runs the checker; `None` (said on stderr) where python3 is missing outside CI.
+fn check(json: &Path, log: &Path) -> Option<(i32, String)> {
+    let out = match Command::new("python3")
+        .arg(root().join("ci/explain-vs-tuning.py"))
+        .arg(json)
+        .arg(log)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(
+                std::env::var("CI").is_err(),
+                "python3 is needed under CI: {e}"
+            );
+            eprintln!("note: python3 not found ({e}): the checker is not run");
+            return None;
+        }
+    };
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn explain_agrees_with_nccls_own_choices_on_real_runs() {
+    let dir = root().join("tests/tuning");
+    for v in ["2.28.3", "2.31.2"] {
+        for c in ["all_reduce", "all_gather", "reduce_scatter"] {
+            let json = dir.join(format!("{v}.{c}.json"));
+            let log = dir.join(format!("{v}.{c}.tuning.log"));
+            let Some((code, out)) = check(&json, &log) else {
+                return;
+            };
+            assert_eq!(code, 0, "{v} {c}: {out}");
+            let last = out.lines().last().unwrap_or_default();
+            // Every explained size was compared (AllGather and ReduceScatter sizes scaled from
+            // NCCL's per-rank bytes to the table's).
+            let (compared, explained) = (
+                last.split(" sizes compared").next().unwrap_or(""),
+                last.split('(').nth(1).and_then(|s| s.split(' ').next()).unwrap_or(""),
+            );
+            assert_eq!(compared.trim_start_matches("# "), explained, "{v} {c}: {last}");
+            assert!(last.ends_with("0 disagreement(s)"), "{v} {c}: {last}");
+        }
+    }
+}
+
+#[test]
+fn a_row_that_differs_from_nccl_is_named() {
+    let dir = root().join("tests/tuning");
+    let text = std::fs::read_to_string(dir.join("2.28.3.all_gather.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows = doc["nccl_perf_explain"]["rows"].as_array_mut().unwrap();
+    let row = rows
+        .iter_mut()
+        .find(|r| r["seen"] == true && r["bytes"] == 8192)
+        .expect("a seen row of 8192 B");
+    row["channels"] = serde_json::json!(7);
+    let tmp = std::env::temp_dir().join(format!("explain-tuning-{}.json", std::process::id()));
+    std::fs::write(&tmp, doc.to_string()).unwrap();
+    let got = check(&tmp, &dir.join("2.28.3.all_gather.tuning.log"));
+    let _ = std::fs::remove_file(&tmp);
+    let Some((code, out)) = got else {
+        return;
+    };
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("8192 B: explain") && out.contains("DISAGREE"), "{out}");
+}
