@@ -403,4 +403,7 @@ fn mpirun_mpmd_with_another_binary_stops_naming_the_rank() {
         "{err}"
     );
     assert!(!out.contains("consistent"), "{out}");
+    // Every process knew: they left through MPI_Finalize, not MPI_Abort and its banner.
+    assert!(!err.contains("MPI_ABORT"), "{err}");
+    assert_eq!(err.matches("wrong launch").count(), 1, "{err}");
 }

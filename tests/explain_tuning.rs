@@ -49,9 +49,16 @@ fn explain_agrees_with_nccls_own_choices_on_real_runs() {
             // NCCL's per-rank bytes to the table's).
             let (compared, explained) = (
                 last.split(" sizes compared").next().unwrap_or(""),
-                last.split('(').nth(1).and_then(|s| s.split(' ').next()).unwrap_or(""),
+                last.split('(')
+                    .nth(1)
+                    .and_then(|s| s.split(' ').next())
+                    .unwrap_or(""),
             );
-            assert_eq!(compared.trim_start_matches("# "), explained, "{v} {c}: {last}");
+            assert_eq!(
+                compared.trim_start_matches("# "),
+                explained,
+                "{v} {c}: {last}"
+            );
             assert!(last.ends_with("0 disagreement(s)"), "{v} {c}: {last}");
         }
     }
@@ -76,5 +83,8 @@ fn a_row_that_differs_from_nccl_is_named() {
         return;
     };
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("8192 B: explain") && out.contains("DISAGREE"), "{out}");
+    assert!(
+        out.contains("8192 B: explain") && out.contains("DISAGREE"),
+        "{out}"
+    );
 }

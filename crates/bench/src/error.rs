@@ -114,6 +114,12 @@ pub enum Error {
     /// A wrong launch: the launcher and this binary disagree, or GPUs are mapped wrongly.
     #[error("{0}")]
     Launch(String),
+    /// A failure every process learnt of together (the processes' agreement on the launch,
+    /// `placement::agree`: a wrong launch, too few GPUs): the job can end in order — each
+    /// process says its own line and leaves as after a run (`MPI_Finalize`, not `MPI_Abort`
+    /// and its banner). Reported and exiting as the failure it wraps.
+    #[error("{0}")]
+    Agreed(Box<Error>),
     /// The processes could not meet or one of them went missing.
     #[error("bootstrap: {msg}")]
     Bootstrap {
@@ -149,6 +155,7 @@ impl Error {
             Error::Timeout { .. } => code::TIMEOUT,
             Error::Internal(_) | Error::ThreadStopped | Error::Panicked => code::INTERNAL,
             Error::Launch(_) => code::INVALID_USAGE,
+            Error::Agreed(e) => e.exit_code(),
             Error::Bootstrap {
                 timed_out: true, ..
             } => code::TIMEOUT,
@@ -161,7 +168,7 @@ impl Error {
 
     /// True when nccl-tests prints this failure on stdout (tools grep for these lines).
     pub fn on_stdout(&self) -> bool {
-        if let Error::AfterLostPeer { failure, .. } = self {
+        if let Error::AfterLostPeer { failure, .. } | Error::Agreed(failure) = self {
             return failure.on_stdout();
         }
         matches!(
@@ -186,7 +193,7 @@ impl Error {
             | Error::Bootstrap { .. } => {
                 format!("{host}: {self}")
             }
-            Error::AfterLostPeer { failure, .. } => failure.render(host),
+            Error::AfterLostPeer { failure, .. } | Error::Agreed(failure) => failure.render(host),
             _ => self.to_string(),
         }
     }
@@ -369,6 +376,15 @@ mod tests {
         );
         assert_eq!(Error::Internal("x".into()).exit_code(), 1);
         assert_eq!(Error::Launch("x".into()).exit_code(), 6);
+        let agreed = |e: Error| Error::Agreed(Box::new(e));
+        assert_eq!(agreed(Error::Launch("x".into())).exit_code(), 6);
+        assert_eq!(agreed(Error::Launch("x".into())).render("h"), "h: x");
+        let gpus = agreed(Error::TooFewGpus {
+            requested: 2,
+            found: 1,
+        });
+        assert_eq!(gpus.exit_code(), 5);
+        assert!(gpus.on_stdout());
         let lost = |timed_out| Error::Bootstrap {
             msg: "rank 3 missing".into(),
             timed_out,

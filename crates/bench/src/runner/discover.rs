@@ -216,6 +216,11 @@ pub(super) fn gather<T>(
     let per_process = opts.nthreads * opts.ngpus;
     let me = ProcessRecord::of_this_process(boot, visible, mine.as_ref().map(gpus));
     let verdict = placement::agree(boot, &me, &fingerprint::of_run(program, opts), per_process);
-    let mine = mine?;
-    Ok((mine, verdict?))
+    // This process' own failure went into the agreement: where it ended with every process
+    // knowing (Error::Agreed), so does this one.
+    match (mine, verdict) {
+        (Ok(m), Ok(v)) => Ok((m, v)),
+        (Err(e), Err(Error::Agreed(_))) => Err(Error::Agreed(Box::new(e))),
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+    }
 }

@@ -319,6 +319,18 @@ pub fn agree(
     if !any {
         return Ok(records);
     }
+    // From here every process knows that the launch stops: the job may end in order.
+    after_agreement(boot, mine, root, mismatch, found).map_err(|e| Error::Agreed(Box::new(e)))
+}
+
+/// The failure each process reports once every process knows that the launch stops.
+fn after_agreement(
+    boot: &dyn Bootstrap,
+    mine: &ProcessRecord,
+    root: bool,
+    mismatch: Option<String>,
+    found: Vec<String>,
+) -> Result<Vec<ProcessRecord>> {
     if boot.world_size() == 1 {
         return Err(Error::Launch(found.join("\n")));
     }

@@ -51,6 +51,12 @@ pub(super) fn start(
             boot.finalize()?;
             Ok(code)
         }
+        // Every process knows: each reports its own line and leaves in order (under MPI,
+        // MPI_Finalize rather than MPI_Abort and a banner per process).
+        Err(e @ Error::Agreed(_)) => {
+            let _ = boot.finalize();
+            Err(e)
+        }
         Err(e) => {
             // NCCL may notice a dead peer (or time out waiting for it) before the watchdog
             // does: give the bootstrap a moment to name the process that left.

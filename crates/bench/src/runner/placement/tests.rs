@@ -224,6 +224,8 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
     let boot = two_processes(peer("2M", "n2"));
     let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
     assert_eq!(e.exit_code(), 6);
+    // Found after the processes' last collective: every process knows, the job ends in order.
+    assert!(matches!(e, Error::Agreed(_)), "{e:?}");
     assert!(
         e.to_string().contains(
             "wrong launch: rank 1 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M"
@@ -236,4 +238,6 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
     let boot = two_processes("{not json".into());
     let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
     assert_eq!(e.exit_code(), 6, "{e}");
+    // Rank 0 alone knows (the others still wait in the agreement): not an orderly end.
+    assert!(!matches!(e, Error::Agreed(_)), "{e:?}");
 }
