@@ -187,3 +187,28 @@ fn every_public_log_and_golden_output_explains_without_failing() {
         }
     }
 }
+
+#[test]
+fn a_verdict_with_nothing_to_compare_with_names_the_missing_facts() {
+    let verdict = |log: &str| {
+        let out = stdout(&tool(&["report", "--explain", log]));
+        out.lines()
+            .find(|l| l.starts_with("# verdict:"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no verdict: {out}"))
+    };
+    // No device lines: neither the GPU model nor the nodes.
+    let v = verdict("tests/logs/aws-p5-srun-l.log");
+    assert!(
+        v.contains("the run does not give the GPU model (no device lines) or the number of nodes"),
+        "{v}"
+    );
+    // Device lines on one host, but a GPU with no row or datasheet ceiling.
+    let v = verdict("tests/logs/rccl-issue-1562-mi300x-vf-pci-function.log");
+    assert!(
+        v.contains(
+            "neither a published figure nor a datasheet ceiling for 8 × AMD Instinct MI300X VF"
+        ),
+        "{v}"
+    );
+}

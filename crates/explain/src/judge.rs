@@ -231,7 +231,10 @@ pub(crate) fn judge(
     } else if of_ceiling.is_some() {
         "no published figure or NCCL model to compare with: only the hardware ceiling".into()
     } else {
-        "nothing to compare with (no NCCL model, no published figure, no known ceiling)".into()
+        format!(
+            "nothing to compare with: {}",
+            missing_facts(gpu.is_some(), shape, &on)
+        )
     };
     if !diag.is_empty() {
         words = if fine {
@@ -242,4 +245,28 @@ pub(crate) fn judge(
     }
     judged.verdict = format!("{head}: {} — {words}", parts.join(", "));
     judged
+}
+
+/// What a verdict with nothing to compare with lacks: the facts the run does not give (the GPU
+/// model, the number of nodes), else that the SKU table has no figure for this GPU and shape.
+fn missing_facts(gpu_known: bool, shape: &Shape, on: &str) -> String {
+    let mut missing = Vec::new();
+    if !gpu_known {
+        missing.push("the GPU model (no device lines)");
+    }
+    if shape.nnodes == 0 {
+        missing.push("the number of nodes");
+    }
+    if missing.is_empty() {
+        format!(
+            "no NCCL model, and neither a published figure nor a datasheet ceiling for {on} \
+             (--explain-sku FILE adds a figure)"
+        )
+    } else {
+        format!(
+            "the run does not give {} (no NCCL model in a log; --explain-sku FILE cannot match \
+             a figure without them)",
+            missing.join(" or ")
+        )
+    }
 }
