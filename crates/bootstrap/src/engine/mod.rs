@@ -71,6 +71,27 @@ pub trait Engine {
     fn grace(&mut self, d: Duration);
 }
 
+/// The first of `places` that `open` opens, with its path; else what each place gave (a path
+/// that does not exist, or why it did not open). Absolute paths are checked for existence
+/// first; bare names go to the loader's search.
+fn first_opened<L>(
+    places: &[std::path::PathBuf],
+    open: impl Fn(&std::path::Path) -> std::result::Result<L, String>,
+) -> std::result::Result<(L, String), Vec<String>> {
+    let mut tried = Vec::new();
+    for p in places {
+        if p.is_absolute() && !p.exists() {
+            tried.push(p.display().to_string());
+            continue;
+        }
+        match open(p) {
+            Ok(l) => return Ok((l, p.display().to_string())),
+            Err(e) => tried.push(e),
+        }
+    }
+    Err(tried)
+}
+
 /// How long a goodbye (finalize, abort) may take after a failure.
 const GOODBYE: Duration = Duration::from_secs(1);
 

@@ -104,18 +104,7 @@ pub struct Before<'a> {
 }
 /// Finds and opens the library: its handle and path, or what was tried.
 fn find(env: Env) -> std::result::Result<(Mpi, String), Vec<String>> {
-    let mut tried = Vec::new();
-    for p in library_places(env) {
-        if p.is_absolute() && !p.exists() {
-            tried.push(p.display().to_string());
-            continue;
-        }
-        match Mpi::open(&p) {
-            Ok(l) => return Ok((l, p.display().to_string())),
-            Err(e) => tried.push(e),
-        }
-    }
-    Err(tried)
+    super::first_opened(&library_places(env), Mpi::open)
 }
 
 /// The error for a library not found: `why` is what made us look (a launcher's variable or

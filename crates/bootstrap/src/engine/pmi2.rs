@@ -59,18 +59,7 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
 
 /// Finds and opens the library: its handle and path, or what was tried.
 pub fn find(env: Env) -> std::result::Result<(Pmi2, String), Vec<String>> {
-    let mut tried = Vec::new();
-    for p in library_places(env) {
-        if p.is_absolute() && !p.exists() {
-            tried.push(p.display().to_string());
-            continue;
-        }
-        match Pmi2::open(&p) {
-            Ok(l) => return Ok((l, p.display().to_string())),
-            Err(e) => tried.push(e),
-        }
-    }
-    Err(tried)
+    super::first_opened(&library_places(env), Pmi2::open)
 }
 
 /// The error for a library not found: `why` is what made us look (`PALS_RANKID`, or the

@@ -66,18 +66,7 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
 
 /// Opens the first library of [`library_places`] that opens; else what was tried.
 pub fn find(env: Env) -> std::result::Result<Pmix, Vec<String>> {
-    let mut tried = Vec::new();
-    for p in &library_places(env) {
-        if p.is_absolute() && !p.exists() {
-            tried.push(p.display().to_string());
-            continue;
-        }
-        match Pmix::open(p) {
-            Ok(l) => return Ok(l),
-            Err(e) => tried.push(e),
-        }
-    }
-    Err(tried)
+    super::first_opened(&library_places(env), Pmix::open).map(|(l, _)| l)
 }
 
 /// A PMIx session.
