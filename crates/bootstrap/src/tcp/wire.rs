@@ -561,6 +561,10 @@ mod tests {
             assert!(m.starts_with(what), "{m}");
         }
         assert_eq!(max_body(CHALLENGE), Some(96));
+        // A process' NCCL ids: 1,024 at most (4 + 1024 × 132 bytes and the seal), far below
+        // a gather's 64 MiB.
+        assert_eq!(max_body(IDS), Some(4 + 1024 * 132 + 32));
+        assert_eq!(tag_name(IDS), "NCCL id exchange");
         assert!(abort_body(abort::FAILED, &"é".repeat(20_000)).len() + 32 <= MAX_ABORT);
     }
 
