@@ -203,6 +203,13 @@ fn a_verdict_with_nothing_to_compare_with_names_the_missing_facts() {
         v.contains("the run does not give the GPU model (no device lines) or the number of nodes"),
         "{v}"
     );
+    // A log that does not name its collective (all_gather's busbw factor is also
+    // reduce_scatter's and alltoall's): only the ceiling, and why.
+    let v = verdict("tests/logs/superbench-allgather.log");
+    assert!(
+        v.contains("74 % of the NVLink ceiling — only the hardware ceiling: the log does not name its collective"),
+        "{v}"
+    );
     // Device lines on one host, but a GPU with no row or datasheet ceiling.
     let v = verdict("tests/logs/rccl-issue-1562-mi300x-vf-pci-function.log");
     assert!(

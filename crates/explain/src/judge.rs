@@ -228,6 +228,10 @@ pub(crate) fn judge(
              show (--explain-sku FILE with your network's row decides)",
             against.join("; ")
         )
+    } else if of_ceiling.is_some() && run.collective.is_empty() {
+        "only the hardware ceiling: the log does not name its collective, so no published \
+         figure can be chosen (nor is there an NCCL model in a log)"
+            .into()
     } else if of_ceiling.is_some() {
         "no published figure or NCCL model to compare with: only the hardware ceiling".into()
     } else {
