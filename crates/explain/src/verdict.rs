@@ -379,11 +379,26 @@ fn capture_lines(run: &Run) -> Vec<String> {
                     "{missing} of {} row(s) without NCCL's report",
                     run.rows.len()
                 ));
+                if missing == run.rows.len()
+                    && run.collective == "broadcast"
+                    && run.nccl_version >= BROADCAST_UNPROFILED
+                {
+                    out.push(UNPROFILED_BROADCAST.into());
+                }
             }
         }
     }
     out
 }
+
+/// From this NCCL release (2.29) a broadcast reaches the profiler with no event.
+const BROADCAST_UNPROFILED: i32 = 22900;
+
+/// Why: NCCL queues a broadcast per root and, for a group of one root, rebuilds the task
+/// without the profiler's mask (docs/explain.md, "Plugin versions").
+const UNPROFILED_BROADCAST: &str = "capture: NCCL 2.29 and later report no profiler event for a broadcast (NCCL rebuilds the \
+     task without the profiler's mask; seen with 2.31.2): its algorithm, protocol and channels \
+     are not known, for any plugin version";
 
 /// Median measured busbw of the large rows.
 pub(crate) fn median_busbw(run: &Run, large: &[usize]) -> Option<f64> {
