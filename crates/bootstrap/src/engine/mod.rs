@@ -14,6 +14,8 @@ mod on_thread;
 mod pmi1;
 mod pmi2;
 mod pmix;
+#[cfg(test)]
+mod test_env;
 
 pub(crate) use pmi1::{hex, unhex};
 

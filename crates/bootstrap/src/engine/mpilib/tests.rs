@@ -2,23 +2,8 @@
 //! when no library is found, and the records a fence gathers (no MPI library is loaded here).
 
 use super::*;
+use crate::engine::test_env::{env_of, kind_of};
 use crate::launch::{Kind, Launch, detect, mpi_marker};
-use std::collections::HashMap;
-
-fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |k: &str| map.get(k).cloned()
-}
-
-fn kind_of(vars: &[(&str, &str)]) -> Kind {
-    match detect(&env_of(vars), false) {
-        Ok(Launch::Engine(e)) => e.kind,
-        other => panic!("{other:?}"),
-    }
-}
 
 #[test]
 fn the_users_library_is_the_only_place() {

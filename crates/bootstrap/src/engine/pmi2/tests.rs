@@ -3,24 +3,9 @@
 //! and which launches choose it.
 
 use super::*;
+use crate::engine::test_env::{env_of, kind_of};
 use crate::engine::{Kind, open, unavailable};
 use crate::launch::{Launch, detect};
-use std::collections::HashMap;
-
-fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |k: &str| map.get(k).cloned()
-}
-
-fn kind_of(vars: &[(&str, &str)]) -> Kind {
-    match detect(&env_of(vars), false) {
-        Ok(Launch::Engine(e)) => e.kind,
-        other => panic!("{vars:?}: {other:?}"),
-    }
-}
 
 #[test]
 fn the_library_is_looked_for_by_the_loader_then_where_cray_installs_it() {
