@@ -94,6 +94,35 @@ fn first_opened<L>(
     Err(tried)
 }
 
+/// Checks the rank and size a launcher library gave (`engine` names it) against what the
+/// launcher's own variables say, where it set them: a library of another launcher or MPI
+/// initialises a job of one (each process a lone rank 0) and must not pass for this launch.
+/// `lib_var` is the variable that names the right library.
+fn agrees_with_launcher(
+    engine: &str,
+    env: Env,
+    rank: usize,
+    size: usize,
+    lib_var: &str,
+) -> Result<()> {
+    let said = |vars: &[&'static str]| {
+        vars.iter().find_map(|v| {
+            let n = env(v)?.trim().parse::<usize>().ok()?;
+            Some((*v, n))
+        })
+    };
+    let sizes = said(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]).filter(|(_, n)| *n != size);
+    let ranks =
+        said(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PALS_RANKID"]).filter(|(_, n)| *n != rank);
+    match sizes.or(ranks) {
+        None => Ok(()),
+        Some((var, n)) => Err(Error::Launch(format!(
+            "{engine}: the library says rank {rank} of {size} process(es) but the launcher set \
+             {var}={n} (a library of another launcher or MPI?); set {lib_var} to the launcher's own"
+        ))),
+    }
+}
+
 /// How long a goodbye (finalize, abort) may take after a failure.
 const GOODBYE: Duration = Duration::from_secs(1);
 

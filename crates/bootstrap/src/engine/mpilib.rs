@@ -190,6 +190,7 @@ impl MpiLibEngine {
                 e.name()
             )));
         }
+        super::agrees_with_launcher(&e.name(), env, rank, size, MPI_LIB.name)?;
         Ok(e)
     }
 

@@ -191,16 +191,7 @@ impl Pmi2Engine {
                 )));
             }
         };
-        if let Some(want) = env("PMI_SIZE").and_then(|s| s.trim().parse::<usize>().ok())
-            && want != size
-        {
-            return Err(Error::Launch(format!(
-                "{}: the library says {size} process(es) but the launcher set PMI_SIZE={want} \
-                 (a PMI-2 library of another launcher?); set {}",
-                e.name(),
-                PMI2_LIB.name
-            )));
-        }
+        super::agrees_with_launcher(&e.name(), env, rank, size, PMI2_LIB.name)?;
         (e.rank, e.size) = (rank, size);
         e.job = format!("pmi2:{}", crate::peer_text::clean(&id, 80));
         Ok(e)

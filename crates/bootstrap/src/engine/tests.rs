@@ -521,3 +521,21 @@ fn a_library_found_but_refusing_gives_way_to_the_mpi_library_under_an_mpi_launch
         "{e:?}"
     );
 }
+
+#[test]
+fn a_library_whose_job_is_not_the_launchers_is_refused() {
+    let env = crate::engine::test_env::env_of(&[("PMI_SIZE", "4"), ("PALS_RANKID", "2")]);
+    assert!(super::agrees_with_launcher("E", &env, 2, 4, "LIB").is_ok());
+    // A library of another MPI initialises a job of one: every process a lone rank 0.
+    let e = super::agrees_with_launcher("E", &env, 0, 1, "LIB").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "E: the library says rank 0 of 1 process(es) but the launcher set PMI_SIZE=4 (a library \
+         of another launcher or MPI?); set LIB to the launcher's own"
+    );
+    let e = super::agrees_with_launcher("E", &env, 1, 4, "LIB").unwrap_err();
+    assert!(e.to_string().contains("PALS_RANKID=2"), "{e}");
+    // Nothing set: nothing to check.
+    let none = crate::engine::test_env::env_of(&[]);
+    assert!(super::agrees_with_launcher("E", &none, 0, 1, "LIB").is_ok());
+}
