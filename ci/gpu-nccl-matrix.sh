@@ -6,17 +6,25 @@
 #     section (ci/one-launch-compare.py: the same lines but the numbers, the same rows);
 #   - all_reduce, all_gather, alltoall, sendrecv on 4 ranks posing as hosts (ci/vcluster.sh; ours
 #     through the environment bootstrap, nccl-tests under mpirun), `-b 8 -e 4M -f 8 -w 2 -n 5`;
-#   - the six collectives with --explain on 4 posing ranks with NCCL's TUNING lines on
-#     (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), kept for ci/explain-vs-tuning.py.
+#   - the six collectives with --explain on posing ranks (TUNING_RANKS, default 4; `-e 64M`
+#     at 4 ranks, `-e 16M` above) with NCCL's TUNING lines on (NCCL_DEBUG=INFO
+#     NCCL_DEBUG_SUBSYS=TUNING), kept for ci/explain-vs-tuning.py;
+#   - NCCL's TUNING lines per size of all_reduce without --explain, ours against nccl-tests'.
+# nccl-tests: NT_BUILD, or NT_BY_VERSION/VERSION when that holds a build against the version's
+# own header (ci/nccl-tests-build.sh); each line names the build used.
 # One line per run in OUT/matrix.txt: version, program, side, exit code, rows, the
 # `Out of bounds values` line's verdict, NCCL's last-error line if any, and structure equality.
 #
-# usage: ci/gpu-nccl-matrix.sh DIST NT_BUILD NCCL_DIR OUT
+# PARTS picks what runs (default "programs posing tuning calls").
+#
+# usage: [TUNING_RANKS="4 8"] [NT_BY_VERSION=DIR] [PARTS=...] ci/gpu-nccl-matrix.sh DIST NT_BUILD NCCL_DIR OUT
 set -u
-D=$(cd "$1" && pwd); NT=$(cd "$2" && pwd); ND=$(cd "$3" && pwd); mkdir -p "$4"; O=$(cd "$4" && pwd)
+D=$(cd "$1" && pwd); NT_DEFAULT=$(cd "$2" && pwd); ND=$(cd "$3" && pwd); mkdir -p "$4"; O=$(cd "$4" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$O/matrix.txt
-nvidia-smi -L > "$M"
+nvidia-smi -L >> "$M"
+PARTS=" ${PARTS:-programs posing tuning calls} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 # facts LOG: rows, the out-of-bounds verdict, the last-error line.
 facts() {
   local rows oob err
@@ -31,7 +39,13 @@ for vdir in "$ND"/*/; do
   [ -f "$lib" ] || continue
   W=$O/$v
   mkdir -p "$W"
+  NT=$NT_DEFAULT
+  if [ -n "${NT_BY_VERSION:-}" ] && [ -x "$NT_BY_VERSION/$v/all_reduce_perf" ]; then
+    NT=$(cd "$NT_BY_VERSION/$v" && pwd)
+  fi
+  echo "$v nccl-tests build: $NT" >> "$M"
   for prog in "$D"/*_perf; do
+    part programs || break
     p=$(basename "$prog")
     NCCL_PERF_LIBNCCL=$lib timeout 120 "$prog" -d all -b 1M -e 1M > "$W/ours.$p.out" 2>&1
     rc=$?
@@ -45,6 +59,7 @@ for vdir in "$ND"/*/; do
     echo "$line" >> "$M"
   done
   for c in all_reduce all_gather alltoall sendrecv; do
+    part posing || break
     bash "$HERE/vcluster.sh" -n 4 -l torchrun -e NCCL_PERF_LIBNCCL="$lib" -- \
       "$D/${c}_perf" -b 8 -e 4M -f 8 -w 2 -n 5 > "$W/ours.n4.$c.out" 2> "$W/ours.n4.$c.err"
     rc=$?
@@ -55,28 +70,45 @@ for vdir in "$ND"/*/; do
     same=$(python3 "$HERE/one-launch-compare.py" "$W/ours.n4.$c.out" "$W/theirs.n4.$c.out" 2>&1 | grep -c 'structure-equal')
     echo "$line | nccl-tests rc=$rc $(facts "$W/theirs.n4.$c.out") | structure-equal=$same" >> "$M"
   done
-  for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall; do
-    mkdir -p "$W/tuning.$c"
-    bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$W/tuning.$c" -e NCCL_PERF_LIBNCCL="$lib" \
-      -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
-      "$D/${c}_perf" -b 8 -e 64M -f 4 -w 1 -n 2 --explain -J "$W/tuning.$c.json" > "$W/tuning.$c.out" 2> "$W/tuning.$c.err"
-    echo "$v ${c}_perf n4 --explain with TUNING: rc=$? tuning-lines=$(grep -c 'Bytes -> Algo' "$W/tuning.$c/rank0.out") explain-lines=$(grep -c '^# .*: .*channel' "$W/tuning.$c.out")" >> "$M"
-    if [ -f "$W/tuning.$c.json" ]; then
-      python3 "$HERE/explain-vs-tuning.py" "$W/tuning.$c.json" "$W/tuning.$c/rank0.out" > "$W/tuning.$c.compare" 2>&1
-      echo "$v ${c}_perf n4 explain vs TUNING: rc=$? $(tail -1 "$W/tuning.$c.compare")" >> "$M"
-    fi
-    rm -f "$W/tuning.$c"/rank[1-9].* "$W/tuning.$c"/*.pid
+  for n in ${TUNING_RANKS:-4}; do
+    part tuning || break
+    top=64M; [ "$n" -gt 4 ] && top=16M
+    for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall; do
+      t=tuning.n$n.$c
+      mkdir -p "$W/$t"
+      bash "$HERE/vcluster.sh" -n "$n" -l torchrun -d "$W/$t" -e NCCL_PERF_LIBNCCL="$lib" \
+        -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
+        "$D/${c}_perf" -b 8 -e $top -f 4 -w 1 -n 2 --explain -J "$W/$t.json" > "$W/$t.out" 2> "$W/$t.err"
+      echo "$v ${c}_perf n$n --explain with TUNING: rc=$? tuning-lines=$(grep -c 'Bytes -> Algo' "$W/$t/rank0.out") explain-lines=$(grep -c '^# .*: .*channel' "$W/$t.out")" >> "$M"
+      if [ -f "$W/$t.json" ]; then
+        python3 "$HERE/explain-vs-tuning.py" "$W/$t.json" "$W/$t/rank0.out" > "$W/$t.compare" 2>&1
+        echo "$v ${c}_perf n$n explain vs TUNING: rc=$? $(tail -1 "$W/$t.compare")" >> "$M"
+      fi
+      rm -f "$W/$t"/rank[1-9].* "$W/$t"/*.pid
+    done
   done
-  # NCCL's calls per size, ours against nccl-tests' (the harness must add none).
-  mkdir -p "$W/tuning.theirs.all_reduce"
-  bash "$HERE/vcluster.sh" -n 4 -l mpirun -d "$W/tuning.theirs.all_reduce" -e LD_LIBRARY_PATH="$vdir" \
-    -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
-    "$NT/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/tuning.theirs.all_reduce.out" 2>&1
-  calls() { grep -h '^vnode0:' "$@" | grep -o 'AllReduce: [0-9]* Bytes' | sort | uniq -c | sort -k3 -n | awk '{printf "%s:%s ", $3, $1}'; }
-  ours_calls=$(calls "$W/tuning.all_reduce/rank0.out")
-  theirs_calls=$(calls "$W/tuning.theirs.all_reduce.out" "$W/tuning.theirs.all_reduce"/rank0.* 2> /dev/null)
+  # NCCL's calls per size, ours against nccl-tests' (the harness must add none): both
+  # without --explain, the same arguments.
+  part calls || continue
+  for side in ours theirs; do
+    mkdir -p "$W/calls.$side"
+    if [ $side = ours ]; then
+      bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$W/calls.ours" -e NCCL_PERF_LIBNCCL="$lib" \
+        -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
+        "$D/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/calls.ours.out" 2>&1
+    else
+      bash "$HERE/vcluster.sh" -n 4 -l mpirun -d "$W/calls.theirs" -e LD_LIBRARY_PATH="$vdir" \
+        -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
+        "$NT/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/calls.theirs.out" 2>&1
+    fi
+  done
+  # Only NCCL's rank 0 logs these lines. Not anchored at the line start: nccl-tests prints a row's
+  # first columns before its calls, so the first line of NCCL's after them shares that line.
+  calls() { grep -o 'AllReduce: [0-9]* Bytes' "$1" | sort | uniq -c | sort -k3 -n | awk '{printf "%s:%s ", $3, $1}'; }
+  ours_calls=$(calls "$W/calls.ours/rank0.out")
+  theirs_calls=$(calls "$W/calls.theirs.out")
   same=no; [ -n "$ours_calls" ] && [ "$ours_calls" = "$theirs_calls" ] && same=yes
   echo "$v all_reduce n4 NCCL calls per size (bytes:calls) same=$same ours: $ours_calls| nccl-tests: $theirs_calls" >> "$M"
-  rm -f "$W/tuning.theirs.all_reduce"/rank[1-9].* "$W/tuning.theirs.all_reduce"/*.pid
+  rm -f "$W"/calls.*/rank[1-9].* "$W"/calls.*/*.pid
 done
 cat "$M"

@@ -6,8 +6,10 @@ usage: ci/one-launch-compare.py ONE_LAUNCH_LOG ALONE_LOG... [--min-size BYTES] [
 Each section of ONE_LAUNCH_LOG (from its `# nccl-tests version` line to the next) is matched with
 the ALONE_LOG whose `# Collective test starting:` names the same program. A section is
 structure-equal to its program alone when every line but the rows and the numbers of the footer
-is the same (the Pid field of device lines, our version line's `(nccl-perf X)` and stderr lines,
-which a log may hold, aside) and
+is the same (the Pid field of device lines, our version line's `(nccl-perf X)`, the version line's
+`nccl-headers=` number (ours names the header it was written against, nccl-tests the one it was
+built with: the NCCL matrix builds it against each version's own) and stderr lines, which a log
+may hold, aside) and
 the rows have the same sizes, counts, types, ops and roots; rows of MIN_SIZE bytes and more
 (default 1 GiB) must have an out-of-place bus bandwidth (algbw where busbw is 0) within
 TOLERANCE percent (default 1). Prints one line per section; exit 1 when any section differs.
@@ -52,6 +54,7 @@ def shape(sec):
         line = re.sub(r"Pid\s+\d+", "Pid N", line)
         # Our version line names us after nccl-tests' fields (docs/differences.md).
         line = re.sub(r" \(nccl-perf [^)]*\)$", "", line)
+        line = re.sub(r"nccl-headers=\d+", "nccl-headers=N", line)
         if line.startswith("# Avg bus bandwidth"):
             line = "# Avg bus bandwidth"
         lines.append(line.rstrip())
