@@ -54,8 +54,8 @@ pub struct P2pSeen {
     pub rank: i32,
     /// `Send` or `Recv`.
     pub func: String,
-    /// Channels.
-    pub channels: u32,
+    /// Channels (`None`: not in the descriptor, as before profiler v4, NCCL 2.27).
+    pub channels: Option<u32>,
 }
 
 /// One call's cost table as NCCL handed it to the tuner.
@@ -113,14 +113,11 @@ impl Taken {
     /// transport ([`crate::silent`]); it is called only then.
     pub fn seen(&self, rank: i32, silent: impl FnOnce() -> Net) -> Option<Seen> {
         let coll = self.colls.iter().find(|c| c.rank == rank);
-        let p2p_channels = self
-            .p2ps
-            .iter()
-            .filter(|p| p.rank == rank)
-            .map(|p| p.channels)
-            .max();
+        let p2ps = self.p2ps.iter().filter(|p| p.rank == rank);
+        let p2p_seen = p2ps.clone().next().is_some();
+        let p2p_channels = p2ps.filter_map(|p| p.channels).max();
         let counts = self.net.get(&rank).copied().unwrap_or_default();
-        if coll.is_none() && p2p_channels.is_none() && counts == NetCounts::default() {
+        if coll.is_none() && !p2p_seen && counts == NetCounts::default() {
             return None;
         }
         let path = if counts.proxy_ops == 0 && counts.ib + counts.socket + counts.other == 0 {
@@ -306,6 +303,27 @@ mod tests {
             Path::Network(Net::Ib)
         );
         assert_eq!(t.seen(7, || Net::Unreported), None);
+    }
+
+    /// Profilers before v4 (NCCL 2.23–2.26) name no channels of a point-to-point operation:
+    /// the operation still counts (its path is known), its channels stay unknown.
+    #[test]
+    fn a_p2p_without_channels_is_still_seen() {
+        let mut t = Taken::new();
+        t.push_p2p(P2pSeen {
+            rank: 2,
+            func: "Send".into(),
+            channels: None,
+        });
+        let s = t.seen(2, || Net::Unreported).unwrap();
+        assert_eq!(s.channels, None);
+        assert_eq!(s.path, Path::IntraNode);
+        t.push_p2p(P2pSeen {
+            rank: 2,
+            func: "Recv".into(),
+            channels: Some(2),
+        });
+        assert_eq!(t.seen(2, || Net::Unreported).unwrap().channels, Some(2));
     }
 
     #[test]
