@@ -274,9 +274,9 @@ fn capture_with(version: i32, i: &nccl_perf_capture::Installed) -> Capture {
     let name = super::version::version_name(version);
     if version < 22200 {
         return Capture::Unavailable(format!(
-            "NCCL {name} has no plugin interface explain can read (its tuner gets no cost model \
-             and the profiler interface came with 2.23), so the algorithm, protocol, transport \
-             and NCCL's model are not shown"
+            "NCCL {name} has no plugin interface explain can read (a tuner given NCCL's cost \
+             model came with 2.22, the profiler with 2.23), so the algorithm, protocol, \
+             transport and NCCL's model are not shown"
         ));
     }
     let mut notes: Vec<String> = [&i.profiler, &i.tuner, &i.chained]
