@@ -11,6 +11,7 @@ use std::ptr::null_mut;
 
 #[test]
 fn a_configured_tuner_still_decides_and_nccls_model_is_recorded_first() {
+    let _g = programs::capture_lock();
     let dir = programs::scratch("capture-chain");
     let Some(lib) = programs::fake_library(&dir, "fake_tuner.c", "libnccl-tuner-fake.so", &[], &[])
     else {

@@ -30,6 +30,9 @@ fn dry_run(bin: &str, extra: &[&str], env: &[(&str, &str)]) -> programs::Outcome
     programs::run(c, Duration::from_secs(60))
 }
 
+/// The dry run's "built in" means the program exports every table of
+/// `nccl_perf_capture::install::EXPORTED` (profiler v1–v5, tuner v3–v5: NCCL 2.22 to 2.28+);
+/// one missing would make it say which.
 #[test]
 fn every_program_exports_its_plugins_where_nccl_looks() {
     for bin in programs::BINARIES {
@@ -38,10 +41,20 @@ fn every_program_exports_its_plugins_where_nccl_looks() {
         let last = out.stdout.lines().last().unwrap_or_default();
         assert_eq!(
             last,
-            "# Explain: NCCL's profiler: built in; tuner: built in (NCCL 2.27 or later loads them)",
+            "# Explain: NCCL's profiler: built in; tuner: built in (NCCL 2.23 or later loads both, 2.22 the tuner)",
             "{bin}"
         );
     }
+}
+
+/// The root build.rs exports exactly the tables the dry run checks.
+#[test]
+fn build_rs_exports_what_install_checks() {
+    let build = include_str!("../build.rs");
+    let start = build.find("const EXPORTED").unwrap();
+    let end = start + build[start..].find("];").unwrap();
+    let listed: Vec<&str> = build[start..end].split('"').skip(1).step_by(2).collect();
+    assert_eq!(listed, nccl_perf_capture::install::EXPORTED);
 }
 
 #[test]
@@ -58,7 +71,7 @@ fn a_configured_plugin_is_left_in_place_and_said() {
         last,
         "# Explain: NCCL's profiler: built in; tuner: not ours (NCCL_TUNER_PLUGIN=/opt/vendor/\
          libnccl-tuner-x.so is set: explain leaves that plugin in place (it does not load), so \
-         NCCL's cost model is not shown) (NCCL 2.27 or later loads them)"
+         NCCL's cost model is not shown) (NCCL 2.23 or later loads both, 2.22 the tuner)"
     );
     let out = dry_run(bin, &[], &[("NCCL_PROFILER_PLUGIN", "inspector")]);
     assert!(
@@ -143,7 +156,7 @@ fn a_configured_tuner_is_chained_behind_ours() {
             "# Explain: NCCL's profiler: built in; tuner: built in, chained \
              (NCCL_TUNER_PLUGIN={lib} is set: its tuner (fake-tuner from {lib}) is chained behind \
              explain's and still decides; NCCL's model is shown as NCCL computed it, before that \
-             tuner's changes) (NCCL 2.27 or later loads them)"
+             tuner's changes) (NCCL 2.23 or later loads both, 2.22 the tuner)"
         )
     );
 }

@@ -88,3 +88,51 @@ fn a_row_that_differs_from_nccl_is_named() {
         "{out}"
     );
 }
+
+/// NCCL 2.22 and 2.23 log indexes, no channels and the whole buffer's bytes (their
+/// `src/enqueue.cc`); the checker names them and compares the algorithm and protocol only.
+#[test]
+fn nccl_2_22_and_2_23_lines_with_indexes_are_read() {
+    let dir = std::env::temp_dir().join(format!("explain-tuning-old-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("run.json");
+    std::fs::write(
+        &json,
+        r#"{"nccl_perf_explain": {"run": {"nranks": 4}, "rows": [
+            {"bytes": 8192, "seen": true, "algo": "Ring", "proto": "LL", "channels": 2},
+            {"bytes": 8192, "seen": true, "algo": "Ring", "proto": "LL", "channels": 2},
+            {"bytes": 4194304, "seen": true, "algo": "NVLSTree", "proto": "Simple", "channels": 16},
+            {"bytes": 65536, "seen": true, "algo": null, "proto": null, "channels": null}]}}"#,
+    )
+    .unwrap();
+    let log = dir.join("rank0.out");
+    // 2.23's form, then 2.22's (no function); 2.23 gives AllGather's whole buffer.
+    std::fs::write(
+        &log,
+        "vnode0:9:9 [0] NCCL INFO AllGather: 8192 Bytes -> Algo 1 proto 0 time 12.500000\n\
+         vnode0:9:9 [0] NCCL INFO 4194304 Bytes -> Algo 5 proto 2 time 80.000000\n\
+         vnode0:9:9 [0] NCCL INFO 65536 Bytes -> Algo 0 proto 1 time 9.000000\n",
+    )
+    .unwrap();
+    let Some((code, out)) = check(&json, &log) else {
+        return;
+    };
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("8192 B: explain [('ring', 'll', None)]"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("# 2 sizes compared (2 explained, 3 in NCCL's log), 0 disagreement(s)\n"),
+        "{out}"
+    );
+    std::fs::write(
+        &log,
+        "vnode0:9:9 [0] NCCL INFO AllGather: 8192 Bytes -> Algo 0 proto 0 time 12.500000\n",
+    )
+    .unwrap();
+    let (code, out) = check(&json, &log).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("DISAGREE"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

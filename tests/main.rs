@@ -44,6 +44,7 @@ mod golden_json;
 // The NCCL plugin (--explain's capture) and the explain verdicts.
 mod capture_abi;
 mod capture_chain;
+mod capture_old_nccl;
 mod explain_cli;
 mod explain_report;
 mod explain_tuning;

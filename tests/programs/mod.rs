@@ -270,3 +270,10 @@ pub fn free_port() -> u16 {
     }
     panic!("no free port between {base} and {}", base + span);
 }
+
+/// Serializes the tests that arm `--explain`'s process-wide plugins (`nccl_perf_capture::arm`
+/// and `take` keep one window for the whole test program).
+pub fn capture_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -22,7 +22,7 @@ mod ffi;
 pub mod silent;
 pub mod store;
 
-pub use ffi::{abi, chain, install, profiler, tuner};
+pub use ffi::{abi, abi_v1_v3, chain, install, profiler, profiler_v1_v3, tuner};
 pub use install::{Installed, install, installed};
 pub use store::{Taken, arm, take};
 

@@ -54,8 +54,8 @@ pub struct P2pSeen {
     pub rank: i32,
     /// `Send` or `Recv`.
     pub func: String,
-    /// Channels.
-    pub channels: u32,
+    /// Channels (`None`: not in the descriptor, as before profiler v4, NCCL 2.27).
+    pub channels: Option<u32>,
 }
 
 /// One call's cost table as NCCL handed it to the tuner.
@@ -95,6 +95,10 @@ pub struct Taken {
     pub net: BTreeMap<i32, NetCounts>,
     /// Records left out beyond the bounds.
     pub dropped: u64,
+    /// Whether NCCL had loaded our profiler when the window closed (a communicator's `init`
+    /// handed its mask): without it (NCCL 2.22, or a profiler the user configured) a cost
+    /// table alone is still reported ([`Taken::seen`]).
+    pub profiler_loaded: bool,
 }
 
 impl Taken {
@@ -105,6 +109,7 @@ impl Taken {
             costs: Vec::new(),
             net: BTreeMap::new(),
             dropped: 0,
+            profiler_loaded: false,
         }
     }
 
@@ -113,15 +118,25 @@ impl Taken {
     /// transport ([`crate::silent`]); it is called only then.
     pub fn seen(&self, rank: i32, silent: impl FnOnce() -> Net) -> Option<Seen> {
         let coll = self.colls.iter().find(|c| c.rank == rank);
-        let p2p_channels = self
-            .p2ps
-            .iter()
-            .filter(|p| p.rank == rank)
-            .map(|p| p.channels)
-            .max();
+        let p2ps = self.p2ps.iter().filter(|p| p.rank == rank);
+        let p2p_seen = p2ps.clone().next().is_some();
+        let p2p_channels = p2ps.filter_map(|p| p.channels).max();
         let counts = self.net.get(&rank).copied().unwrap_or_default();
-        if coll.is_none() && p2p_channels.is_none() && counts == NetCounts::default() {
-            return None;
+        if coll.is_none() && !p2p_seen && counts == NetCounts::default() {
+            // No profiler: NCCL's model of the call alone (the window holds one call).
+            let silent = self.colls.is_empty() && self.p2ps.is_empty() && self.net.is_empty();
+            return match self.costs.first() {
+                Some(k) if silent && !self.profiler_loaded => Some(Seen {
+                    algo: None,
+                    proto: None,
+                    channels: None,
+                    path: Path::Unknown,
+                    model: Some(Model {
+                        costs: k.table.clone(),
+                    }),
+                }),
+                _ => None,
+            };
         }
         let path = if counts.proxy_ops == 0 && counts.ib + counts.socket + counts.other == 0 {
             Path::IntraNode
@@ -165,7 +180,9 @@ pub fn arm() {
 pub fn take() -> Taken {
     set_masks(0);
     ARMED.store(false, Ordering::SeqCst);
-    std::mem::take(&mut *lock(&SEEN))
+    let mut taken = std::mem::take(&mut *lock(&SEEN));
+    taken.profiler_loaded = !lock(&MASKS).is_empty();
+    taken
 }
 
 /// Whether the plugins record now.
@@ -306,6 +323,44 @@ mod tests {
             Path::Network(Net::Ib)
         );
         assert_eq!(t.seen(7, || Net::Unreported), None);
+    }
+
+    /// Without our profiler (NCCL 2.22) the cost table alone is reported; with it, a window
+    /// without its events is not (NCCL did not report that call).
+    #[test]
+    fn a_cost_table_alone_counts_only_without_the_profiler() {
+        let mut t = Taken::new();
+        t.push_costs(Costs {
+            func: "AllReduce".into(),
+            bytes: 1 << 20,
+            table: vec![("Ring".into(), "LL".into(), 3.0)],
+        });
+        let s = t.seen(0, || Net::Unreported).unwrap();
+        assert_eq!((s.algo, s.channels, s.path), (None, None, Path::Unknown));
+        assert_eq!(s.model.unwrap().costs.len(), 1);
+        t.profiler_loaded = true;
+        assert_eq!(t.seen(0, || Net::Unreported), None);
+    }
+
+    /// Profilers before v4 (NCCL 2.23–2.26) name no channels of a point-to-point operation:
+    /// the operation still counts (its path is known), its channels stay unknown.
+    #[test]
+    fn a_p2p_without_channels_is_still_seen() {
+        let mut t = Taken::new();
+        t.push_p2p(P2pSeen {
+            rank: 2,
+            func: "Send".into(),
+            channels: None,
+        });
+        let s = t.seen(2, || Net::Unreported).unwrap();
+        assert_eq!(s.channels, None);
+        assert_eq!(s.path, Path::IntraNode);
+        t.push_p2p(P2pSeen {
+            rank: 2,
+            func: "Recv".into(),
+            channels: Some(2),
+        });
+        assert_eq!(t.seen(2, || Net::Unreported).unwrap().channels, Some(2));
     }
 
     #[test]

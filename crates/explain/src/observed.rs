@@ -149,8 +149,8 @@ pub enum Capture {
         /// One line each: what could not be captured and why.
         notes: Vec<String>,
     },
-    /// Not possible at all, with the reason (e.g. "NCCL 2.21.5 has no profiler interface
-    /// (needs 2.26 or later)").
+    /// Not possible at all, with the reason (e.g. "NCCL 2.21.5 has no plugin interface
+    /// explain can read").
     Unavailable(String),
 }
 

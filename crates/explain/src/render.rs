@@ -99,10 +99,13 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         let group = &seen[i..j];
         let sizes =
             range(&group.iter().map(|f| f.bytes).collect::<Vec<_>>(), size).unwrap_or_default();
+        // NCCL's model without its profiler's report (NCCL 2.22, or a profiler of the user's).
+        let model_only = k.0.is_none() && k.1.is_none() && k.2 == path(&Path::Unknown);
         let choice = match (&k.0, &k.1) {
             (Some(a), Some(p)) => format!("{a}/{p}"),
             (Some(a), None) => a.clone(),
             (None, Some(p)) => format!("point-to-point/{p}"),
+            (None, None) if model_only => "algorithm and protocol not reported".into(),
             (None, None) => "point-to-point".into(),
         };
         let mut line = format!("{sizes}: {choice}");
@@ -122,7 +125,8 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
             .filter(|b| !crate::observed::same_name(b, Some(&choice)))
             .collect();
         if let Some(b) = better.first() {
-            line += &format!("; the model rated {b} faster for {} row(s)", better.len());
+            let rated = if model_only { "fastest" } else { "faster" };
+            line += &format!("; the model rated {b} {rated} for {} row(s)", better.len());
         }
         out.push(line);
         i = j;

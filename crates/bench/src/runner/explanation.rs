@@ -256,15 +256,27 @@ fn gate_fails(gate: Option<f64>, percent: Option<f64>) -> bool {
 }
 
 /// What explain could capture in this process, with NCCL `version` (`ncclGetVersion`).
+///
+/// NCCL loads plugins from the program itself (`STATIC_PLUGIN`) from 2.22 on: the tuner with
+/// NCCL's cost table from 2.22 (v3), the profiler from 2.23 (v1; v2 from 2.24, v3 in 2.26, v4
+/// from 2.27; `crates/capture/src/ffi/abi_v1_v3.rs` has each version's tables). Before 2.22
+/// there is nothing to read: no profiler, and tuners (2.19–2.21, v1/v2) that get no cost table
+/// and load only from a library file.
 pub fn capture(version: i32) -> Capture {
-    let Some(i) = nccl_perf_capture::installed() else {
-        return Capture::Unavailable("the plugins were not installed at start-up".into());
-    };
-    if version < 22600 {
+    match nccl_perf_capture::installed() {
+        Some(i) => capture_with(version, i),
+        None => Capture::Unavailable("the plugins were not installed at start-up".into()),
+    }
+}
+
+/// [`capture`] with what `install` did (`i`).
+fn capture_with(version: i32, i: &nccl_perf_capture::Installed) -> Capture {
+    let name = super::version::version_name(version);
+    if version < 22200 {
         return Capture::Unavailable(format!(
-            "NCCL {} cannot load plugins from the program itself (NCCL 2.26 or later can), so \
-             the algorithm, protocol, transport and NCCL's model are not shown",
-            super::version::version_name(version)
+            "NCCL {name} has no plugin interface explain can read (a tuner given NCCL's cost \
+             model came with 2.22, the profiler with 2.23), so the algorithm, protocol, \
+             transport and NCCL's model are not shown"
         ));
     }
     let mut notes: Vec<String> = [&i.profiler, &i.tuner, &i.chained]
@@ -273,12 +285,11 @@ pub fn capture(version: i32) -> Capture {
         .cloned()
         .collect();
     let mut profiler = i.profiler.is_none();
-    if profiler && version < 22700 {
+    if profiler && version < 22300 {
         profiler = false;
         notes.push(format!(
-            "NCCL {} offers profiler interface v3, which explain does not read (v4 is NCCL \
-             2.27's): the algorithm, protocol, channels and transport are not shown",
-            super::version::version_name(version)
+            "NCCL {name} has no profiler interface (NCCL 2.23 added it): the algorithm, \
+             protocol, channels and transport are not shown"
         ));
     }
     Capture::Live {
@@ -302,7 +313,7 @@ pub fn dry_run_line() -> String {
         _ => say("tuner", &i.tuner),
     };
     stdout_safe(&format!(
-        "# Explain: NCCL's {}; {tuner} (NCCL 2.27 or later loads them)\n",
+        "# Explain: NCCL's {}; {tuner} (NCCL 2.23 or later loads both, 2.22 the tuner)\n",
         say("profiler", &i.profiler),
     ))
 }

@@ -4,8 +4,11 @@
 //! call it until the process ends).
 //!
 //! The version called is the one NCCL would have picked from that library: through our v5
-//! table (NCCL 2.28), its v5, else v4, else v3; through our v4 table (NCCL 2.26–2.27), its v4,
-//! else v3. A library with only v2 (no cost table) is not chained: `install` leaves it to NCCL.
+//! table (NCCL 2.28), its v5, else v4, else v3; through our v4 table (NCCL 2.24–2.27), its v4,
+//! else v3; through our v3 table (NCCL 2.22–2.23), its v3. A library with only v2 (no cost
+//! table) is not chained: `install` leaves it to NCCL. A library without a table that entry can
+//! call (a v4-only tuner under NCCL 2.23, which NCCL itself would not have loaded) is not
+//! called: ours serves that communicator alone ([`Chained::serves`]).
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -98,8 +101,10 @@ fn tables(library: &str) -> Result<Chained, String> {
 pub(crate) enum Entry {
     /// `ncclTunerPlugin_v5` (NCCL 2.28 and later).
     V5,
-    /// `ncclTunerPlugin_v4` (NCCL 2.26–2.27).
+    /// `ncclTunerPlugin_v4` (NCCL 2.24–2.27).
     V4,
+    /// `ncclTunerPlugin_v3` (NCCL 2.22–2.23).
+    V3,
 }
 
 /// One communicator's context: the chained tuner's own, and which of its tables serves it.
@@ -113,10 +118,15 @@ impl Chained {
     fn version(&self, entry: Entry) -> Option<u8> {
         match entry {
             Entry::V5 if self.v5.is_some() => Some(5),
-            _ if self.v4.is_some() => Some(4),
+            Entry::V5 | Entry::V4 if self.v4.is_some() => Some(4),
             _ if self.v3.is_some() => Some(3),
             _ => None,
         }
+    }
+
+    /// Whether NCCL, calling our `entry`, would have called a table of this library.
+    pub(crate) fn serves(&self, entry: Entry) -> bool {
+        self.version(entry).is_some()
     }
 
     /// The chained tuner's `init` for one communicator; our context for it in `out`.
@@ -220,6 +230,29 @@ impl Chained {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table NCCL would have taken from a library, per entry of ours.
+    #[test]
+    fn each_entry_calls_what_nccl_would_have_called() {
+        let lib = |v5, v4, v3| Chained {
+            library: "libnccl-tuner-x.so".into(),
+            name: "x".into(),
+            v5,
+            v4,
+            v3,
+        };
+        let v4 = Some(&crate::tuner::ncclTunerPlugin_v4.0);
+        let v3 = Some(&crate::tuner::ncclTunerPlugin_v3.0);
+        let only_v4 = lib(None, v4, None);
+        assert_eq!(only_v4.version(Entry::V5), Some(4));
+        assert_eq!(only_v4.version(Entry::V4), Some(4));
+        assert!(!only_v4.serves(Entry::V3), "NCCL 2.23 knows no v4");
+        let both = lib(None, v4, v3);
+        assert_eq!(both.version(Entry::V3), Some(3));
+        assert_eq!(both.version(Entry::V4), Some(4));
+        let only_v5 = lib(Some(&crate::tuner::ncclTunerPlugin_v5.0), None, None);
+        assert!(!only_v5.serves(Entry::V4));
+    }
 
     #[test]
     fn libraries_without_a_tuner_table_are_refused() {

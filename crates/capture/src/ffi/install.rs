@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use libloading::Library;
 
-use crate::{profiler, tuner};
+use crate::{profiler, profiler_v1_v3, tuner};
 
 /// What [`install`] did for each kind of plugin.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +73,21 @@ const TUNER: Kind = Kind {
 
 const NET_PREFIX: &str = "libnccl-net";
 
-/// NCCL's value for "load the plugin from the program itself".
+/// The tables the programs export (the root `build.rs`, which keeps the same list), newest
+/// first.
+pub const EXPORTED: [&str; 8] = [
+    "ncclProfiler_v5",
+    "ncclProfiler_v4",
+    "ncclProfiler_v3",
+    "ncclProfiler_v2",
+    "ncclProfiler_v1",
+    "ncclTunerPlugin_v5",
+    "ncclTunerPlugin_v4",
+    "ncclTunerPlugin_v3",
+];
+
+/// NCCL's value for "load the plugin from the program itself" (`dlopen(NULL)`; NCCL 2.22 and
+/// later, the profiler from 2.23 when it came).
 pub const STATIC_PLUGIN: &str = "STATIC_PLUGIN";
 
 /// Where a configured plugin was found, or `None`.
@@ -224,8 +238,12 @@ pub unsafe fn install() -> &'static Installed {
     std::hint::black_box((
         &raw const profiler::ncclProfiler_v5,
         &raw const profiler::ncclProfiler_v4,
+        &raw const profiler_v1_v3::ncclProfiler_v3,
+        &raw const profiler_v1_v3::ncclProfiler_v2,
+        &raw const profiler_v1_v3::ncclProfiler_v1,
         &raw const tuner::ncclTunerPlugin_v5,
         &raw const tuner::ncclTunerPlugin_v4,
+        &raw const tuner::ncclTunerPlugin_v3,
     ));
     let env = |k: &str| std::env::var(k).ok();
     let chain =
@@ -233,19 +251,23 @@ pub unsafe fn install() -> &'static Installed {
     let (mut set, mut installed) = decide(&env, &library_exports, &chain);
     // NCCL finds ours as it finds any: `dlsym` on the program itself. A program linked
     // without the root package's build.rs (a test binary) exports nothing.
-    for (var, symbol, note) in [
+    for (var, prefix, note) in [
         (
             "NCCL_PROFILER_PLUGIN",
-            "ncclProfiler_v5",
+            "ncclProfiler_",
             &mut installed.profiler,
         ),
         (
             "NCCL_TUNER_PLUGIN",
-            "ncclTunerPlugin_v5",
+            "ncclTunerPlugin_",
             &mut installed.tuner,
         ),
     ] {
-        if note.is_none() && !program_exports(symbol) {
+        let missing = EXPORTED
+            .iter()
+            .filter(|s| s.starts_with(prefix))
+            .find(|s| !program_exports(s));
+        if let (None, Some(symbol)) = (&note, missing) {
             *note = Some(format!(
                 "this program does not export {symbol} (it was linked without nccl-perf's \
                  build.rs), so NCCL cannot load the built-in plugin"

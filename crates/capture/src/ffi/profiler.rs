@@ -24,7 +24,7 @@ pub struct Exported<T>(pub T);
 // is ever written.
 unsafe impl<T> Sync for Exported<T> {}
 
-const NAME: &std::ffi::CStr = c"nccl-perf-explain";
+pub(crate) const NAME: &std::ffi::CStr = c"nccl-perf-explain";
 
 /// The profiler table of NCCL 2.28.
 #[unsafe(no_mangle)]
@@ -62,7 +62,12 @@ struct Context {
     mask: usize,
 }
 
-unsafe fn init(context: *mut *mut c_void, mask: *mut c_int) -> NcclResult {
+/// Registers NCCL's mask variable and makes the communicator's context (every version's
+/// `init`).
+///
+/// # Safety
+/// `context` is null or NCCL's out parameter; `mask` is null or NCCL's mask variable.
+pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int) -> NcclResult {
     if context.is_null() {
         return INTERNAL_ERROR;
     }
@@ -103,7 +108,7 @@ unsafe extern "C" fn init_v4(
     unsafe { init(context, mask) }
 }
 
-unsafe extern "C" fn finalize(context: *mut c_void) -> NcclResult {
+pub(crate) unsafe extern "C" fn finalize(context: *mut c_void) -> NcclResult {
     if !context.is_null() {
         // SAFETY: `context` is the box `init` made for this communicator, finalized once.
         let ctx = unsafe { Box::from_raw(context.cast::<Context>()) };
@@ -112,45 +117,66 @@ unsafe extern "C" fn finalize(context: *mut c_void) -> NcclResult {
     SUCCESS
 }
 
-/// Records one event of type `kind` from `rank` whose union is at `body`.
+/// One event as any profiler version describes it, read only while armed.
+pub(crate) enum Event {
+    /// A collective: NCCL's function, algorithm and protocol names, channels.
+    Coll {
+        func: Option<String>,
+        algo: Option<String>,
+        proto: Option<String>,
+        channels: u32,
+    },
+    /// A point-to-point operation (`Send`, `Recv`); channels from profiler v4 on.
+    P2p {
+        func: Option<String>,
+        channels: Option<u32>,
+    },
+    /// A proxy operation: the data went through the network.
+    ProxyOp,
+    /// A network transport's event, with its id (the top bits name the transport).
+    Net(i64),
+    /// Anything else (groups, proxy steps).
+    Other,
+}
+
+/// Hands NCCL the event handle.
 ///
 /// # Safety
-/// `body` points into NCCL's live descriptor of that type.
-unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *const Body) {
+/// `handle_out` is null or NCCL's out parameter.
+pub(crate) unsafe fn give_handle(handle_out: *mut *mut c_void) {
     if !handle_out.is_null() {
         // SAFETY: NCCL's out parameter, checked non-null.
         unsafe { *handle_out = handle() };
     }
-    store::record(|t| {
-        if kind == event::COLL {
-            // SAFETY: the caller's contract; the type says the union holds a collective.
-            let c = unsafe { abi::read_coll(body) };
-            // SAFETY: NCCL's strings, valid for the call.
-            let (func, algo, proto) =
-                unsafe { (abi::text(c.func), abi::text(c.algo), abi::text(c.proto)) };
-            t.push_coll(CollSeen {
-                rank,
-                func: func.unwrap_or_default(),
-                algo: algo.map(|a| abi::canonical(a, &abi::ALGORITHMS)),
-                proto: proto.map(|p| abi::canonical(p, &abi::PROTOCOLS)),
-                channels: u32::from(c.n_channels),
-            });
-        } else if kind == event::P2P {
-            // SAFETY: as above, a point-to-point operation.
-            let p = unsafe { abi::read_p2p(body) };
-            t.push_p2p(P2pSeen {
-                rank,
-                // SAFETY: NCCL's string.
-                func: unsafe { abi::text(p.func) }.unwrap_or_default(),
-                channels: u32::from(p.n_channels),
-            });
-        } else if kind == event::PROXY_OP {
+}
+
+/// Records one event from `rank` while armed; `read` reads it from NCCL's descriptor and runs
+/// only then.
+pub(crate) fn keep(rank: c_int, read: impl FnOnce() -> Event) {
+    store::record(|t| match read() {
+        Event::Coll {
+            func,
+            algo,
+            proto,
+            channels,
+        } => t.push_coll(CollSeen {
+            rank,
+            func: func.unwrap_or_default(),
+            algo: algo.map(|a| abi::canonical(a, &abi::ALGORITHMS)),
+            proto: proto.map(|p| abi::canonical(p, &abi::PROTOCOLS)),
+            channels,
+        }),
+        Event::P2p { func, channels } => t.push_p2p(P2pSeen {
+            rank,
+            func: func.unwrap_or_default(),
+            channels,
+        }),
+        Event::ProxyOp => {
             if let Some(n) = t.net_of(rank) {
                 n.proxy_ops += 1;
             }
-        } else if kind == event::NET_PLUGIN {
-            // SAFETY: as above, a network event.
-            let id = unsafe { abi::read_net(body) }.id;
+        }
+        Event::Net(id) => {
             if let Some(n) = t.net_of(rank) {
                 match id & !((1i64 << net_type::VERSION_BITS) - 1) {
                     net_type::IB => n.ib += 1,
@@ -158,6 +184,46 @@ unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *con
                     _ => n.other += 1,
                 }
             }
+        }
+        Event::Other => {}
+    });
+}
+
+/// Records one event of type `kind` from `rank` whose union (v4/v5 layout) is at `body`.
+///
+/// # Safety
+/// `body` points into NCCL's live descriptor of that type.
+unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *const Body) {
+    // SAFETY: the caller's contract.
+    unsafe { give_handle(handle_out) };
+    keep(rank, || {
+        if kind == event::COLL {
+            // SAFETY: the caller's contract; the type says the union holds a collective.
+            let c = unsafe { abi::read_coll(body) };
+            // SAFETY: NCCL's strings, valid for the call.
+            let (func, algo, proto) =
+                unsafe { (abi::text(c.func), abi::text(c.algo), abi::text(c.proto)) };
+            Event::Coll {
+                func,
+                algo,
+                proto,
+                channels: u32::from(c.n_channels),
+            }
+        } else if kind == event::P2P {
+            // SAFETY: as above, a point-to-point operation.
+            let p = unsafe { abi::read_p2p(body) };
+            Event::P2p {
+                // SAFETY: NCCL's string.
+                func: unsafe { abi::text(p.func) },
+                channels: Some(u32::from(p.n_channels)),
+            }
+        } else if kind == event::PROXY_OP {
+            Event::ProxyOp
+        } else if kind == event::NET_PLUGIN {
+            // SAFETY: as above, a network event.
+            Event::Net(unsafe { abi::read_net(body) }.id)
+        } else {
+            Event::Other
         }
     });
 }
@@ -196,11 +262,11 @@ unsafe extern "C" fn start_v4(
     SUCCESS
 }
 
-unsafe extern "C" fn stop(_handle: *mut c_void) -> NcclResult {
+pub(crate) unsafe extern "C" fn stop(_handle: *mut c_void) -> NcclResult {
     SUCCESS
 }
 
-unsafe extern "C" fn record_state(
+pub(crate) unsafe extern "C" fn record_state(
     _handle: *mut c_void,
     _state: c_int,
     _args: *const c_void,

@@ -1,4 +1,5 @@
-//! The tuner plugin (`ncclTunerPlugin_v5` for NCCL 2.28, `ncclTunerPlugin_v4` for 2.26–2.27).
+//! The tuner plugin (`ncclTunerPlugin_v5` for NCCL 2.28, `ncclTunerPlugin_v4` for 2.24–2.27,
+//! `ncclTunerPlugin_v3` for 2.22–2.23: [`crate::abi_v1_v3`] has the lookup order).
 //! NCCL hands a tuner its own cost model of each call (the predicted time of every algorithm
 //! and protocol) and then picks the cheapest entry; this tuner changes nothing, so NCCL
 //! chooses as it would without it. While [`crate::arm`]ed it copies the table; otherwise it
@@ -7,7 +8,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::{self, INTERNAL_ERROR, Logger, NcclResult, SUCCESS, TunerV4, TunerV5};
+use crate::abi::{self, INTERNAL_ERROR, Logger, NcclResult, SUCCESS, TunerV3, TunerV4, TunerV5};
+use crate::chain::Chained;
 use crate::chain::{self, Entry};
 use crate::profiler::Exported;
 use crate::store::{self, Costs};
@@ -24,7 +26,7 @@ pub static ncclTunerPlugin_v5: Exported<TunerV5> = Exported(TunerV5 {
     finalize: done,
 });
 
-/// The tuner table of NCCL 2.26 and 2.27.
+/// The tuner table of NCCL 2.24 to 2.27.
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static ncclTunerPlugin_v4: Exported<TunerV4> = Exported(TunerV4 {
@@ -34,8 +36,29 @@ pub static ncclTunerPlugin_v4: Exported<TunerV4> = Exported(TunerV4 {
     destroy: done,
 });
 
-/// The context every communicator gets (the tuner keeps no state of its own).
+/// The tuner table of NCCL 2.22 and 2.23 (the first with NCCL's cost table).
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static ncclTunerPlugin_v3: Exported<TunerV3> = Exported(TunerV3 {
+    name: NAME.as_ptr(),
+    init: init_v3,
+    get_coll_info: get_coll_info_v3,
+    destroy: done,
+});
+
+/// The context every communicator gets (the tuner keeps no state of its own), unless a
+/// chained tuner serves it.
 static CONTEXT: u8 = 0;
+
+/// Whether `context` is ours alone (no chained tuner's behind it).
+fn ours(context: *mut c_void) -> bool {
+    std::ptr::eq(context.cast_const(), (&raw const CONTEXT).cast())
+}
+
+/// The chained tuner, where NCCL would have called it through `entry`.
+fn chained_for(entry: Entry) -> Option<&'static Chained> {
+    chain::chained().filter(|c| c.serves(entry))
+}
 
 unsafe fn set_context(context: *mut *mut c_void) -> NcclResult {
     if context.is_null() {
@@ -55,7 +78,7 @@ unsafe extern "C" fn init_v5(
     nvl: *mut c_void,
     constants: *mut c_void,
 ) -> NcclResult {
-    match chain::chained() {
+    match chained_for(Entry::V5) {
         // SAFETY: NCCL's out parameter, checked for null by `set_context`.
         None => unsafe { set_context(context) },
         Some(_) if context.is_null() => INTERNAL_ERROR,
@@ -79,21 +102,46 @@ unsafe extern "C" fn init_v4(
     log: Logger,
     context: *mut *mut c_void,
 ) -> NcclResult {
+    // SAFETY: NCCL's arguments.
+    unsafe { init_early(Entry::V4, ranks, nodes, log, context) }
+}
+
+unsafe extern "C" fn init_v3(
+    ranks: usize,
+    nodes: usize,
+    log: Logger,
+    context: *mut *mut c_void,
+) -> NcclResult {
+    // SAFETY: NCCL's arguments.
+    unsafe { init_early(Entry::V3, ranks, nodes, log, context) }
+}
+
+/// `init(nRanks, nNodes, logger, context)` of v3 and v4.
+///
+/// # Safety
+/// NCCL's arguments.
+unsafe fn init_early(
+    entry: Entry,
+    ranks: usize,
+    nodes: usize,
+    log: Logger,
+    context: *mut *mut c_void,
+) -> NcclResult {
     let none = std::ptr::null_mut();
-    match chain::chained() {
+    match chained_for(entry) {
         // SAFETY: NCCL's out parameter, checked for null by `set_context`.
         None => unsafe { set_context(context) },
         Some(_) if context.is_null() => INTERNAL_ERROR,
         // SAFETY: NCCL's arguments, handed on.
-        Some(c) => unsafe { c.init(Entry::V4, context, ranks, nodes, log, (0, none, none)) },
+        Some(c) => unsafe { c.init(entry, context, ranks, nodes, log, (0, none, none)) },
     }
 }
 
 unsafe extern "C" fn done(context: *mut c_void) -> NcclResult {
     match chain::chained() {
-        None => SUCCESS,
         // SAFETY: a context of the chained tuner's `init`, finalized once.
-        Some(c) => unsafe { c.finalize(context) },
+        Some(c) if !ours(context) => unsafe { c.finalize(context) },
+        _ => SUCCESS,
     }
 }
 
@@ -118,13 +166,32 @@ unsafe extern "C" fn get_coll_info(
         unsafe { copy_table(coll_type, bytes, table, algos, protos) };
     }
     match chain::chained() {
-        None => SUCCESS,
         // SAFETY: NCCL's arguments and our context for the chained tuner, handed on.
-        Some(c) => unsafe {
+        Some(c) if !ours(context) => unsafe {
             c.get_coll_info(
                 context, coll_type, bytes, pipe_ops, table, algos, protos, reg_buff, channels,
             )
         },
+        _ => SUCCESS,
+    }
+}
+
+/// `getCollInfo` of v3: v4's without `regBuff` (a chained v3 tuner gets none either).
+unsafe extern "C" fn get_coll_info_v3(
+    context: *mut c_void,
+    coll_type: c_int,
+    bytes: usize,
+    pipe_ops: c_int,
+    table: *mut *mut f32,
+    algos: c_int,
+    protos: c_int,
+    channels: *mut c_int,
+) -> NcclResult {
+    // SAFETY: NCCL's arguments.
+    unsafe {
+        get_coll_info(
+            context, coll_type, bytes, pipe_ops, table, algos, protos, 0, channels,
+        )
     }
 }
 
@@ -229,6 +296,48 @@ mod tests {
                 ("Ring".to_string(), "Simple".to_string(), 40.0)
             ]
         );
+    }
+
+    /// NCCL 2.22 hands v3 a table of 6 algorithms (no PAT), 2.23 of 7; `getCollInfo` has no
+    /// `regBuff`.
+    #[test]
+    fn v3_copies_a_table_of_the_dimensions_it_is_given() {
+        let _g = test_lock();
+        let t = &ncclTunerPlugin_v3.0;
+        let mut table = [[-1.0f32; 3]; 6];
+        table[1][0] = 7.25; // Ring/LL
+        let mut ctx = null_mut();
+        let mut channels: c_int = 0;
+        crate::arm();
+        // SAFETY: our own table called as NCCL 2.22 calls it, with live locals: the table has
+        // `6 × 3` entries as `algos` and `protos` say.
+        unsafe {
+            assert_eq!((t.init)(4, 1, std::ptr::null(), &mut ctx), SUCCESS);
+            assert!(ours(ctx));
+            assert_eq!(
+                (t.get_coll_info)(
+                    ctx,
+                    0,
+                    4096,
+                    1,
+                    table.as_mut_ptr().cast(),
+                    6,
+                    3,
+                    &mut channels
+                ),
+                SUCCESS
+            );
+            assert_eq!((t.destroy)(ctx), SUCCESS);
+        }
+        let taken = crate::take();
+        assert_eq!(taken.costs[0].func, "Broadcast");
+        assert_eq!(
+            taken.costs[0].table,
+            vec![("Ring".to_string(), "LL".to_string(), 7.25)]
+        );
+        // SAFETY: a null out parameter on purpose: refused, never written.
+        let refused = unsafe { (t.init)(1, 1, std::ptr::null(), null_mut()) };
+        assert_eq!(refused, INTERNAL_ERROR);
     }
 
     #[test]

@@ -543,3 +543,25 @@ fn rows_without_a_report_do_not_split_the_size_lines() {
         "{t}"
     );
 }
+
+/// NCCL 2.22 (a tuner, no profiler): NCCL's model alone, said as such, never as a
+/// point-to-point operation.
+#[test]
+fn a_model_without_the_profilers_report_is_said_as_such() {
+    let mut r = run(4, 4, 3.0, Path::Network(Net::Socket), "Ring");
+    r.nccl_version = 22203;
+    for row in r.rows.iter_mut() {
+        if let Some(s) = row.seen.as_mut() {
+            (s.algo, s.proto, s.channels, s.path) = (None, None, None, Path::Unknown);
+        }
+    }
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(
+        t.contains(
+            "# 1 MiB–4 GiB: algorithm and protocol not reported, path unknown; the model rated \
+             Ring/Simple fastest for 26 row(s)\n"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("point-to-point"), "{t}");
+}

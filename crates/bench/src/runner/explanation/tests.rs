@@ -96,6 +96,38 @@ fn nothing_is_captured_without_the_plugins() {
     assert!(matches!(capture(22803), Capture::Unavailable(_)));
 }
 
+/// What each NCCL version can show (`crates/capture/src/ffi/abi_v1_v3.rs`).
+#[test]
+fn each_nccl_version_shows_what_its_plugin_interfaces_give() {
+    let ours = nccl_perf_capture::Installed {
+        profiler: None,
+        tuner: None,
+        chained: None,
+    };
+    let live = |v| match capture_with(v, &ours) {
+        Capture::Live {
+            profiler,
+            tuner,
+            notes,
+        } => Some((profiler, tuner, notes.len())),
+        _ => None,
+    };
+    assert_eq!(live(22105), None, "2.21: no cost table, no profiler");
+    assert_eq!(live(21703), None);
+    assert_eq!(live(22203), Some((false, true, 1)), "2.22: the tuner alone");
+    assert_eq!(live(22304), Some((true, true, 0)), "2.23: profiler v1");
+    assert_eq!(live(22503), Some((true, true, 0)));
+    assert_eq!(live(22605), Some((true, true, 0)), "2.26: profiler v3");
+    assert_eq!(live(22803), Some((true, true, 0)));
+    let Capture::Unavailable(why) = capture_with(22105, &ours) else {
+        unreachable!()
+    };
+    assert!(
+        why.starts_with("NCCL 2.21.5 has no plugin interface"),
+        "{why}"
+    );
+}
+
 #[test]
 fn stdout_lines_keep_the_contract() {
     let text = "# verdict: 80 % of the memory Bandwidth\n# gate FAILED\nstray line\n";
