@@ -36,7 +36,17 @@ fn check(json: &Path, log: &Path) -> Option<(i32, String)> {
 #[test]
 fn explain_agrees_with_nccls_own_choices_on_real_runs() {
     let dir = root().join("tests/tuning");
-    for v in ["2.27.7", "2.28.3", "2.31.2", "2.27.7-n8", "2.28.3-n8"] {
+    for v in [
+        "2.23.4",
+        "2.24.3",
+        "2.26.5",
+        "2.27.7",
+        "2.28.3",
+        "2.31.2",
+        "2.32.3",
+        "2.27.7-n8",
+        "2.28.3-n8",
+    ] {
         for c in ["all_reduce", "all_gather", "reduce_scatter"] {
             let json = dir.join(format!("{v}.{c}.json"));
             let log = dir.join(format!("{v}.{c}.tuning.log"));
