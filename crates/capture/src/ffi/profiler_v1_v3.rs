@@ -3,10 +3,12 @@
 //! version's descriptor into the [`Event`] the v4/v5 tables record, with the same mask, handle,
 //! context and records ([`super::profiler`]).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use super::abi::{self, INTERNAL_ERROR, NcclResult, SUCCESS, event};
-use super::abi_v1_v3::{self as early, DescrV1, DescrV2, DescrV3, ProfilerEarly};
+use super::abi_v1_v3::{
+    self as early, BodyV1, BodyV2, BodyV3, Descr, DescrV1, DescrV2, DescrV3, ProfilerEarly,
+};
 use super::profiler::{self, Event, Exported, NAME, finalize, record_state, stop};
 
 /// The profiler table NCCL 2.26 takes first.
@@ -58,15 +60,7 @@ unsafe extern "C" fn start_v1(
     handle_out: *mut *mut c_void,
     descr: *const DescrV1,
 ) -> NcclResult {
-    if descr.is_null() {
-        return INTERNAL_ERROR;
-    }
-    // SAFETY: NCCL's live descriptor and out parameter.
-    let (kind, rank, body) = unsafe {
-        profiler::give_handle(handle_out);
-        early::head(descr)
-    };
-    profiler::keep(rank, || match u64::from(kind) {
+    let read = |kind: u64, body: *const BodyV1| match kind {
         event::COLL => {
             // SAFETY: the type says the union holds a collective.
             let c = unsafe { early::coll_v1(body) };
@@ -84,8 +78,9 @@ unsafe extern "C" fn start_v1(
         },
         event::PROXY_OP => Event::ProxyOp,
         _ => Event::Other,
-    });
-    SUCCESS
+    };
+    // SAFETY: NCCL's live descriptor and out parameter.
+    unsafe { start(handle_out, descr, read) }
 }
 
 unsafe extern "C" fn start_v2(
@@ -93,27 +88,12 @@ unsafe extern "C" fn start_v2(
     handle_out: *mut *mut c_void,
     descr: *const DescrV2,
 ) -> NcclResult {
-    if descr.is_null() {
-        return INTERNAL_ERROR;
-    }
-    // SAFETY: NCCL's live descriptor and out parameter.
-    let (kind, rank, body) = unsafe {
-        profiler::give_handle(handle_out);
-        early::head(descr)
-    };
-    profiler::keep(rank, || match u64::from(kind) {
+    let read = |kind: u64, body: *const BodyV2| match kind {
         event::COLL => {
-            // SAFETY: the type says the union holds a collective; its strings are NCCL's,
-            // valid for the call.
-            unsafe {
-                let c = early::coll_v2(body);
-                Event::Coll {
-                    func: abi::text(c.func),
-                    algo: abi::text(c.algo),
-                    proto: abi::text(c.proto),
-                    channels: u32::from(c.n_max_channels),
-                }
-            }
+            // SAFETY: the type says the union holds a collective.
+            let c = unsafe { early::coll_v2(body) };
+            // SAFETY: NCCL's strings, valid for the call.
+            unsafe { named(c.func, c.algo, c.proto, c.n_max_channels) }
         }
         event::P2P => Event::P2p {
             // SAFETY: a point-to-point operation; NCCL's string.
@@ -122,8 +102,9 @@ unsafe extern "C" fn start_v2(
         },
         event::PROXY_OP => Event::ProxyOp,
         _ => Event::Other,
-    });
-    SUCCESS
+    };
+    // SAFETY: NCCL's live descriptor and out parameter.
+    unsafe { start(handle_out, descr, read) }
 }
 
 unsafe extern "C" fn start_v3(
@@ -131,27 +112,12 @@ unsafe extern "C" fn start_v3(
     handle_out: *mut *mut c_void,
     descr: *const DescrV3,
 ) -> NcclResult {
-    if descr.is_null() {
-        return INTERNAL_ERROR;
-    }
-    // SAFETY: NCCL's live descriptor and out parameter.
-    let (kind, rank, body) = unsafe {
-        profiler::give_handle(handle_out);
-        early::head(descr)
-    };
-    profiler::keep(rank, || match u64::from(kind) {
+    let read = |kind: u64, body: *const BodyV3| match kind {
         event::COLL => {
-            // SAFETY: the type says the union holds a collective; its strings are NCCL's,
-            // valid for the call.
-            unsafe {
-                let c = early::coll_v3(body);
-                Event::Coll {
-                    func: abi::text(c.func),
-                    algo: abi::text(c.algo),
-                    proto: abi::text(c.proto),
-                    channels: u32::from(c.n_max_channels),
-                }
-            }
+            // SAFETY: the type says the union holds a collective.
+            let c = unsafe { early::coll_v3(body) };
+            // SAFETY: NCCL's strings, valid for the call.
+            unsafe { named(c.func, c.algo, c.proto, c.n_max_channels) }
         }
         event::P2P => Event::P2p {
             // SAFETY: a point-to-point operation; NCCL's string.
@@ -162,8 +128,53 @@ unsafe extern "C" fn start_v3(
         // SAFETY: the type says the union holds a network event.
         event::NET_PLUGIN => Event::Net(unsafe { early::net_v3(body) }.id),
         _ => Event::Other,
-    });
+    };
+    // SAFETY: NCCL's live descriptor and out parameter.
+    unsafe { start(handle_out, descr, read) }
+}
+
+/// `startEvent` of every early version: a handle for every event (NCCL drops a collective's
+/// children without one), and the event `read` makes of the descriptor's type and union kept
+/// while armed.
+///
+/// # Safety
+/// `descr` is null or NCCL's live descriptor; `handle_out` null or NCCL's out parameter.
+unsafe fn start<B>(
+    handle_out: *mut *mut c_void,
+    descr: *const Descr<B>,
+    read: impl FnOnce(u64, *const B) -> Event,
+) -> NcclResult {
+    if descr.is_null() {
+        return INTERNAL_ERROR;
+    }
+    // SAFETY: the caller's contract.
+    let (kind, rank, body) = unsafe {
+        profiler::give_handle(handle_out);
+        early::head(descr)
+    };
+    profiler::keep(rank, || read(u64::from(kind), body));
     SUCCESS
+}
+
+/// A collective whose descriptor names its function, algorithm and protocol (v2, v3).
+///
+/// # Safety
+/// Each pointer is null or a NUL-terminated string live for the call.
+unsafe fn named(
+    func: *const c_char,
+    algo: *const c_char,
+    proto: *const c_char,
+    channels: u8,
+) -> Event {
+    // SAFETY: the caller's contract.
+    unsafe {
+        Event::Coll {
+            func: abi::text(func),
+            algo: abi::text(algo),
+            proto: abi::text(proto),
+            channels: u32::from(channels),
+        }
+    }
 }
 
 #[cfg(test)]
