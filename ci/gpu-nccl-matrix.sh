@@ -15,7 +15,8 @@
 # One line per run in OUT/matrix.txt: version, program, side, exit code, rows, the
 # `Out of bounds values` line's verdict, NCCL's last-error line if any, and structure equality.
 #
-# PARTS picks what runs (default "programs posing tuning calls").
+# PARTS picks what runs (default "programs posing tuning calls"). Every run has its own time
+# limit (120 s alone, 240 s on posing ranks), so one stuck run costs no more than that.
 #
 # usage: [TUNING_RANKS="4 8"] [NT_BY_VERSION=DIR] [PARTS=...] ci/gpu-nccl-matrix.sh DIST NT_BUILD NCCL_DIR OUT
 set -u
@@ -60,11 +61,11 @@ for vdir in "$ND"/*/; do
   done
   for c in all_reduce all_gather alltoall sendrecv; do
     part posing || break
-    bash "$HERE/vcluster.sh" -n 4 -l torchrun -e NCCL_PERF_LIBNCCL="$lib" -- \
+    timeout 240 bash "$HERE/vcluster.sh" -n 4 -l torchrun -e NCCL_PERF_LIBNCCL="$lib" -- \
       "$D/${c}_perf" -b 8 -e 4M -f 8 -w 2 -n 5 > "$W/ours.n4.$c.out" 2> "$W/ours.n4.$c.err"
     rc=$?
     line="$v ${c}_perf n4: ours rc=$rc $(facts "$W/ours.n4.$c.out")"
-    bash "$HERE/vcluster.sh" -n 4 -l mpirun -e LD_LIBRARY_PATH="$vdir" -- \
+    timeout 240 bash "$HERE/vcluster.sh" -n 4 -l mpirun -e LD_LIBRARY_PATH="$vdir" -- \
       "$NT/${c}_perf" -b 8 -e 4M -f 8 -w 2 -n 5 > "$W/theirs.n4.$c.out" 2> "$W/theirs.n4.$c.err"
     rc=$?
     same=$(python3 "$HERE/one-launch-compare.py" "$W/ours.n4.$c.out" "$W/theirs.n4.$c.out" 2>&1 | grep -c 'structure-equal')
@@ -76,7 +77,7 @@ for vdir in "$ND"/*/; do
     for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall; do
       t=tuning.n$n.$c
       mkdir -p "$W/$t"
-      bash "$HERE/vcluster.sh" -n "$n" -l torchrun -d "$W/$t" -e NCCL_PERF_LIBNCCL="$lib" \
+      timeout 240 bash "$HERE/vcluster.sh" -n "$n" -l torchrun -d "$W/$t" -e NCCL_PERF_LIBNCCL="$lib" \
         -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
         "$D/${c}_perf" -b 8 -e $top -f 4 -w 1 -n 2 --explain -J "$W/$t.json" > "$W/$t.out" 2> "$W/$t.err"
       echo "$v ${c}_perf n$n --explain with TUNING: rc=$? tuning-lines=$(grep -c 'Bytes -> Algo' "$W/$t/rank0.out") explain-lines=$(grep -c '^# .*: .*channel' "$W/$t.out")" >> "$M"
@@ -93,11 +94,11 @@ for vdir in "$ND"/*/; do
   for side in ours theirs; do
     mkdir -p "$W/calls.$side"
     if [ $side = ours ]; then
-      bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$W/calls.ours" -e NCCL_PERF_LIBNCCL="$lib" \
+      timeout 240 bash "$HERE/vcluster.sh" -n 4 -l torchrun -d "$W/calls.ours" -e NCCL_PERF_LIBNCCL="$lib" \
         -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
         "$D/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/calls.ours.out" 2>&1
     else
-      bash "$HERE/vcluster.sh" -n 4 -l mpirun -d "$W/calls.theirs" -e LD_LIBRARY_PATH="$vdir" \
+      timeout 240 bash "$HERE/vcluster.sh" -n 4 -l mpirun -d "$W/calls.theirs" -e LD_LIBRARY_PATH="$vdir" \
         -e NCCL_DEBUG=INFO -e NCCL_DEBUG_SUBSYS=TUNING -- \
         "$NT/all_reduce_perf" -b 8 -e 64M -f 4 -w 1 -n 2 > "$W/calls.theirs.out" 2>&1
     fi
