@@ -17,7 +17,7 @@ ln -s "$vdir/libnccl.so.2" "$home/lib/libnccl.so.2"
 make -C "$src/src" -j"$(nproc)" MPI=1 MPI_HOME="${MPI_HOME:-/usr/lib/x86_64-linux-gnu/openmpi}" \
   NCCL_HOME="$home" BUILDDIR="$out" \
   NVCC_GENCODE="${NVCC_GENCODE:--gencode=arch=compute_90,code=sm_90}" > "$out/build.log" 2>&1 || {
-  echo "nccl-tests-build: the build against $vdir/include/nccl.h failed; the end of $out/build.log:" >&2
+  echo "nccl-tests-build: the build against $vdir/include/nccl.h failed; its first errors ($out/build.log):" >&2
   grep -m5 -E 'error|Error' "$out/build.log" >&2
   exit 1
 }
