@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Puts the parts made by ci/nccl-pack.sh back together on the GPU machine: PACK/VERSION/*.part-*
 # → NCCL_DIR/VERSION/libnccl.so.2, checked against the recorded SHA-256, and the version's
-# header (PACK/VERSION/nccl.h, when packed) → NCCL_DIR/VERSION/include/nccl.h. Versions whose parts
+# headers (PACK/VERSION/include.tar.xz, or a lone nccl.h from older packs) → NCCL_DIR/VERSION/include. Versions whose parts
 # are not all there yet are left out (and named).
 # usage: ci/nccl-unpack.sh PACK NCCL_DIR
 set -euo pipefail
@@ -13,7 +13,9 @@ for d in "$pack"/*/; do
   mkdir -p "$dir/$v"
   if cat "$d"/libnccl.so.2.xz.part-* | xz -d > "$dir/$v/libnccl.so.2" 2>/dev/null \
     && [ "$(sha256sum "$dir/$v/libnccl.so.2" | cut -d' ' -f1)" = "$(cat "$d/libnccl.so.2.sha256")" ]; then
-    if [ -f "$d/nccl.h" ]; then
+    if [ -f "$d/include.tar.xz" ]; then
+      tar xJf "$d/include.tar.xz" -C "$dir/$v"
+    elif [ -f "$d/nccl.h" ]; then
       mkdir -p "$dir/$v/include"
       cp "$d/nccl.h" "$dir/$v/include/nccl.h"
     fi
