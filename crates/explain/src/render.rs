@@ -90,7 +90,14 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < seen.len() {
-        let key = |r: &RowFields| (r.algo.clone(), r.proto.clone(), r.path.clone());
+        // Rows with NCCL's model alone (no algorithm or protocol reported) are told apart by
+        // the pair the model rated fastest, which is all they say.
+        let key = |r: &RowFields| {
+            let model_only =
+                r.algo.is_none() && r.proto.is_none() && r.path == path(&Path::Unknown);
+            let best = model_only.then(|| r.best_pair.clone()).flatten();
+            (r.algo.clone(), r.proto.clone(), r.path.clone(), best)
+        };
         let k = key(seen[i]);
         let mut j = i + 1;
         while j < seen.len() && key(seen[j]) == k {

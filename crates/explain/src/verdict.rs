@@ -351,14 +351,16 @@ fn capture_lines(run: &Run) -> Vec<String> {
             tuner,
             notes,
         } => {
-            if !profiler {
+            // The generic line only where no note says why (one line per cause): an install
+            // note (a plugin of the user's) or a version note (NCCL 2.22 has no profiler).
+            if !profiler && notes.is_empty() {
                 out.push(
                     "capture: our profiler plugin was not loaded: NCCL's algorithm, protocol, \
                      channels and path are not known"
                         .into(),
                 );
             }
-            if !tuner {
+            if !tuner && notes.is_empty() {
                 out.push(
                     "capture: our tuner plugin was not loaded: NCCL's cost model is not known"
                         .into(),

@@ -400,12 +400,21 @@ fn plugins_not_loaded_are_said() {
     r.rows[0].seen = None;
     let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
     let t = e.to_text();
-    assert!(
-        t.contains("# capture: our tuner plugin was not loaded: NCCL's cost model is not known\n"),
-        "{t}"
-    );
+    // One line per cause: the note says why, so the generic line is left out.
+    assert!(!t.contains("our tuner plugin was not loaded"), "{t}");
     assert!(
         t.contains("# capture: a tuner plugin is configured (NCCL_TUNER_PLUGIN=x)"),
+        "{t}"
+    );
+    // Without a note saying why, the generic line.
+    r.capture = Capture::Live {
+        profiler: true,
+        tuner: false,
+        notes: Vec::new(),
+    };
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(
+        t.contains("# capture: our tuner plugin was not loaded: NCCL's cost model is not known\n"),
         "{t}"
     );
     assert!(
@@ -564,4 +573,27 @@ fn a_model_without_the_profilers_report_is_said_as_such() {
         "{t}"
     );
     assert!(!t.contains("point-to-point"), "{t}");
+    // Where the model's best pair changes with the size, one line per pair (as on NCCL
+    // 2.22.3: Ring/LL up to 32 KiB, Ring/Simple above).
+    for row in r.rows.iter_mut().filter(|row| row.bytes < 1 << 24) {
+        if let Some(m) = row.seen.as_mut().and_then(|s| s.model.as_mut()) {
+            m.costs
+                .push(("Ring".into(), "LL".into(), row.time_us * 0.5));
+        }
+    }
+    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    assert!(
+        t.contains(
+            "# 1 MiB–8 MiB: algorithm and protocol not reported, path unknown; the model rated \
+             Ring/LL fastest for 8 row(s)\n"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "# 16 MiB–4 GiB: algorithm and protocol not reported, path unknown; the model rated \
+             Ring/Simple fastest for 18 row(s)\n"
+        ),
+        "{t}"
+    );
 }
