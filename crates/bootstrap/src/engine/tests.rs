@@ -381,16 +381,7 @@ fn a_broken_engine_is_finalized_then_aborted_and_its_error_kept() {
     let base = engine_of(HYDRA, false).base;
     let mut b = Broken(Vec::new());
     let e = form(&mut b, &base).err().unwrap();
-    assert!(
-        matches!(
-            e,
-            Error::Peers {
-                timed_out: true,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    assert!(timed_out(&e), "{e:?}");
     assert_eq!(b.0, ["grace", "finalize", "grace", "abort"]);
 }
 
@@ -490,16 +481,7 @@ fn a_library_found_but_refusing_gives_way_to_the_mpi_library_under_an_mpi_launch
     let e = or_mpilib(timeout, Some("OMPI_COMM_WORLD_SIZE"), not_called)
         .err()
         .unwrap();
-    assert!(
-        matches!(
-            e,
-            Error::Peers {
-                timed_out: true,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    assert!(timed_out(&e), "{e:?}");
     // The MPI library timing out keeps its own error.
     let e = or_mpilib(refused(), Some("OMPI_COMM_WORLD_SIZE"), |_| {
         Err(Error::Peers {
@@ -510,16 +492,7 @@ fn a_library_found_but_refusing_gives_way_to_the_mpi_library_under_an_mpi_launch
     })
     .err()
     .unwrap();
-    assert!(
-        matches!(
-            e,
-            Error::Peers {
-                timed_out: true,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    assert!(timed_out(&e), "{e:?}");
 }
 
 #[test]
@@ -538,4 +511,15 @@ fn a_library_whose_job_is_not_the_launchers_is_refused() {
     // Nothing set: nothing to check.
     let none = crate::engine::test_env::env_of(&[]);
     assert!(super::agrees_with_launcher("E", &none, 0, 1, "LIB").is_ok());
+}
+
+/// A launch given up at its deadline (exit 4).
+fn timed_out(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Peers {
+            timed_out: true,
+            ..
+        }
+    )
 }
