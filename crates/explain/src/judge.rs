@@ -152,7 +152,7 @@ pub(crate) fn judge(
             .map(|p| format!(", {} of NCCL's model", percent(p)))
             .unwrap_or_default();
         judged.percent_of_expected = of_model;
-        judged.expected_basis = of_model.map(|_| "NCCL's own cost model".into());
+        judged.expected_basis = of_model.map(|_| model_basis(rows, large));
         judged.verdict = format!(
             "{head}: busbw {}{model} — too small to judge the links: the largest size, {}, is \
              bound by latency (compare from {} up, e.g. -e 1G)",
@@ -185,14 +185,18 @@ pub(crate) fn judge(
         ));
     } else if let Some(p) = of_model {
         judged.percent_of_expected = Some(p);
-        judged.expected_basis = Some("NCCL's own cost model".into());
+        judged.expected_basis = Some(model_basis(rows, large));
     }
     // " for Ring" when NCCL reported its algorithm for the large sizes.
+    // Where NCCL did not report its choice (NCCL 2.22), the model's fastest pair is named.
+    let fastest = assumed_pair(rows, large)
+        .map(|b| format!(" for its fastest pair, {b}"))
+        .unwrap_or_default();
     let algo = large
         .iter()
         .find_map(|&i| rows[i].algo.clone())
         .map(|a| format!(" for {a}"))
-        .unwrap_or_default();
+        .unwrap_or_else(|| fastest.clone());
     let on = format!("{} × {}", run.nranks, gpu.as_deref().unwrap_or("GPUs"));
     let fine = of_expected.or(of_model).is_some_and(|p| p >= 85.0);
     let mut words = if let Some(p) = of_expected {
@@ -207,7 +211,7 @@ pub(crate) fn judge(
         if p >= 85.0 {
             format!("as NCCL's model predicts{algo} on {on}")
         } else {
-            "slower than NCCL's own model predicts".into()
+            format!("slower than NCCL's own model predicts{fastest}")
         }
     } else if !networks.is_empty() {
         // The table has this shape on several networks, and a log does not say which one ran:
@@ -249,6 +253,25 @@ pub(crate) fn judge(
     }
     judged.verdict = format!("{head}: {} — {words}", parts.join(", "));
     judged
+}
+
+/// The model's fastest pair where the large rows' predictions are for it (NCCL did not report
+/// the pair it ran).
+fn assumed_pair(rows: &[RowFields], large: &[usize]) -> Option<String> {
+    large
+        .iter()
+        .find(|&&i| rows[i].model_pair_assumed)
+        .and_then(|&i| rows[i].best_pair.clone())
+}
+
+/// What a comparison with NCCL's model compares with, in words.
+fn model_basis(rows: &[RowFields], large: &[usize]) -> String {
+    match assumed_pair(rows, large) {
+        Some(b) => format!(
+            "NCCL's own cost model, for its fastest pair ({b}): NCCL did not report the pair it ran"
+        ),
+        None => "NCCL's own cost model".into(),
+    }
 }
 
 /// What a verdict with nothing to compare with lacks: the facts the run does not give (the GPU

@@ -123,7 +123,8 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         line += &format!(", {}", k.2);
         let pred: Vec<f64> = group.iter().filter_map(|f| f.predicted_busbw).collect();
         let of_model: Vec<f64> = group.iter().filter_map(|f| f.percent_of_model).collect();
-        if let (Some(p), Some(m)) = (range(&pred, gbs), range(&of_model, pct)) {
+        let predicted = range(&pred, gbs).zip(range(&of_model, pct));
+        if let (Some((p, m)), false) = (&predicted, model_only) {
             line += &format!("; NCCL's model: busbw {p}, measured {m} of it");
         }
         let better: Vec<&str> = group
@@ -134,6 +135,10 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         if let Some(b) = better.first() {
             let rated = if model_only { "fastest" } else { "faster" };
             line += &format!("; the model rated {b} {rated} for {} row(s)", better.len());
+            // Without NCCL's report the prediction is the fastest pair's (the one NCCL runs).
+            if let (Some((p, m)), true) = (&predicted, model_only) {
+                line += &format!(", predicting busbw {p} (measured {m} of it)");
+            }
         }
         out.push(line);
         i = j;

@@ -59,6 +59,10 @@ pub struct RowFields {
     pub percent_of_model: Option<f64>,
     /// The pair with the lowest predicted time (`Ring/LL128`).
     pub best_pair: Option<String>,
+    /// The prediction is for `best_pair`, not for a reported pair: NCCL's model was read but
+    /// its choice was not (NCCL 2.22 has no profiler). NCCL runs the model's cheapest pair
+    /// unless another tuner changes the table, and with ours loaded none does.
+    pub model_pair_assumed: bool,
     /// The hardware's busbw ceiling for this row, GB/s.
     pub ceiling_busbw: Option<f64>,
     /// Measured busbw ÷ ceiling × 100.
@@ -135,12 +139,16 @@ fn row_fields(run: &Run, row: &Row, c: &Ceiling) -> RowFields {
     f.path = crate::render::path(&seen.path);
     if let Some(model) = &seen.model {
         let usable = model.costs.iter().filter(|c| c.2.is_finite() && c.2 > 0.0);
-        if let Some(best) = usable.clone().min_by(|a, b| a.2.total_cmp(&b.2)) {
-            f.best_pair = Some(format!("{}/{}", best.0, best.1));
-        }
-        let used = usable.clone().find(|c| {
-            same_name(&c.0, seen.algo.as_deref()) && same_name(&c.1, seen.proto.as_deref())
-        });
+        let best = usable.clone().min_by(|a, b| a.2.total_cmp(&b.2));
+        f.best_pair = best.map(|b| format!("{}/{}", b.0, b.1));
+        let used = if seen.algo.is_none() && seen.proto.is_none() {
+            f.model_pair_assumed = best.is_some();
+            best
+        } else {
+            usable.clone().find(|c| {
+                same_name(&c.0, seen.algo.as_deref()) && same_name(&c.1, seen.proto.as_deref())
+            })
+        };
         if let Some(u) = used {
             f.predicted_us = Some(u.2);
             let predicted = row.bytes as f64 * factor / u.2 / 1e3;

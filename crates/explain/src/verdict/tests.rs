@@ -564,15 +564,49 @@ fn a_model_without_the_profilers_report_is_said_as_such() {
             (s.algo, s.proto, s.channels, s.path) = (None, None, None, Path::Unknown);
         }
     }
-    let t = explain(&r, &hw(18, vec![]), &SkuTable::builtin()).to_text();
+    let e = explain(&r, &hw(18, vec![]), &SkuTable::builtin());
+    let t = e.to_text();
+    // The prediction is the fastest pair's (NCCL runs it), and said to be so.
     assert!(
         t.contains(
             "# 1 MiB–4 GiB: algorithm and protocol not reported, path unknown; the model rated \
-             Ring/Simple fastest for 26 row(s)\n"
+             Ring/Simple fastest for 26 row(s), predicting busbw 0.77 GB/s–3.09 GB/s (measured 97 % \
+             of it)\n"
         ),
         "{t}"
     );
     assert!(!t.contains("point-to-point"), "{t}");
+    assert!(
+        e.rows.iter().all(|f| f.model_pair_assumed),
+        "{:?}",
+        e.rows[0]
+    );
+    assert_eq!(e.percent_of_expected.map(f64::round), Some(97.0));
+    assert_eq!(
+        e.expected_basis.as_deref(),
+        Some(
+            "NCCL's own cost model, for its fastest pair (Ring/Simple): NCCL did not report the \
+             pair it ran"
+        )
+    );
+    assert!(
+        e.verdict
+            .contains("as NCCL's model predicts for its fastest pair, Ring/Simple on 4 × "),
+        "{}",
+        e.verdict
+    );
+    assert!(!e.verdict.contains("no NCCL model"), "{}", e.verdict);
+    // A reported pair is never replaced by the fastest one.
+    let mut reported = run(4, 4, 3.0, Path::Network(Net::Socket), "Ring");
+    for row in reported.rows.iter_mut() {
+        if let Some(m) = row.seen.as_mut().and_then(|s| s.model.as_mut()) {
+            m.costs
+                .push(("Tree".into(), "Simple".into(), row.time_us * 0.1));
+        }
+    }
+    let e = explain(&reported, &hw(18, vec![]), &SkuTable::builtin());
+    assert!(e.rows.iter().all(|f| !f.model_pair_assumed));
+    assert_eq!(e.percent_of_expected.map(f64::round), Some(97.0));
     // Where the model's best pair changes with the size, one line per pair (as on NCCL
     // 2.22.3: Ring/LL up to 32 KiB, Ring/Simple above).
     for row in r.rows.iter_mut().filter(|row| row.bytes < 1 << 24) {
@@ -585,14 +619,15 @@ fn a_model_without_the_profilers_report_is_said_as_such() {
     assert!(
         t.contains(
             "# 1 MiB–8 MiB: algorithm and protocol not reported, path unknown; the model rated \
-             Ring/LL fastest for 8 row(s)\n"
+             Ring/LL fastest for 8 row(s), predicting busbw 1.50 GB/s (measured 50 % of it)\n"
         ),
         "{t}"
     );
     assert!(
         t.contains(
             "# 16 MiB–4 GiB: algorithm and protocol not reported, path unknown; the model rated \
-             Ring/Simple fastest for 18 row(s)\n"
+             Ring/Simple fastest for 18 row(s), predicting busbw 0.77 GB/s–3.09 GB/s (measured \
+             97 % of it)\n"
         ),
         "{t}"
     );
