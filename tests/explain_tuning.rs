@@ -146,3 +146,41 @@ fn nccl_2_22_and_2_23_lines_with_indexes_are_read() {
     assert!(out.contains("DISAGREE"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The ground for judging NCCL 2.22 (a model, no report of the pair run) against the model's
+/// fastest pair: on every kept run from 2.23 to 2.32, at 4 and 8 ranks, the pair NCCL reported
+/// for a row is the one its model (as our tuner read it) rated fastest.
+#[test]
+fn nccl_runs_the_pair_its_model_rates_fastest() {
+    let dir = root().join("tests/tuning");
+    let mut compared = 0;
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/tuning") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        files += 1;
+        let text = std::fs::read_to_string(&path).expect("read");
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let rows = doc["nccl_perf_explain"]["rows"].as_array().expect("rows");
+        for row in rows {
+            let (Some(best), Some(algo), Some(proto)) = (
+                row["best_pair"].as_str(),
+                row["algo"].as_str(),
+                row["proto"].as_str(),
+            ) else {
+                continue;
+            };
+            assert!(
+                best.eq_ignore_ascii_case(&format!("{algo}/{proto}")),
+                "{}: {} bytes: NCCL ran {algo}/{proto}, its model rated {best} fastest",
+                path.display(),
+                row["bytes"]
+            );
+            compared += 1;
+        }
+    }
+    assert!(files >= 27, "{files} runs in tests/tuning");
+    assert!(compared >= 564, "{compared} rows compared");
+}
