@@ -9,7 +9,10 @@
 #   - the six collectives with --explain on posing ranks (TUNING_RANKS, default 4; `-e 64M`
 #     at 4 ranks, `-e 16M` above) with NCCL's TUNING lines on (NCCL_DEBUG=INFO
 #     NCCL_DEBUG_SUBSYS=TUNING), kept for ci/explain-vs-tuning.py;
-#   - NCCL's TUNING lines per size of all_reduce without --explain, ours against nccl-tests'.
+#   - NCCL's TUNING lines per size of all_reduce without --explain, ours against nccl-tests';
+#   - (part "plugins", not in the default) one GPU's all_reduce_perf --explain with NCCL's
+#     INIT,ENV lines: the PROFILER/Plugin and TUNER/Plugin lines say whether NCCL loaded our
+#     tables from the program (STATIC_PLUGIN), with the capture lines explain printed.
 # nccl-tests: NT_BUILD, or NT_BY_VERSION/VERSION when that holds a build against the version's
 # own header (ci/nccl-tests-build.sh); each line names the build used.
 # One line per run in OUT/matrix.txt: version, program, side, exit code, rows, the
@@ -45,6 +48,14 @@ for vdir in "$ND"/*/; do
     NT=$(cd "$NT_BY_VERSION/$v" && pwd)
   fi
   echo "$v nccl-tests build: $NT" >> "$M"
+  if part plugins; then
+    NCCL_PERF_LIBNCCL=$lib NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV timeout 120 \
+      "$D/all_reduce_perf" -b 8 -e 8 --explain > "$W/plugins.out" 2>&1
+    rc=$?
+    lines=$(grep -oE '(PROFILER|TUNER)/Plugin: [^.]*' "$W/plugins.out" | sort -u | tr '\n' ';')
+    echo "$v one GPU --explain rc=$rc plugin lines: ${lines:-none}" >> "$M"
+    grep '^# .*capture:' "$W/plugins.out" | sed "s/^/$v   /" >> "$M"
+  fi
   for prog in "$D"/*_perf; do
     part programs || break
     p=$(basename "$prog")
