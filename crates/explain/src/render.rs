@@ -90,12 +90,10 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < seen.len() {
-        // Rows with NCCL's model alone (no algorithm or protocol reported) are told apart by
-        // the pair the model rated fastest, which is all they say.
+        // Rows with NCCL's model alone are told apart by the pair the model rated fastest,
+        // which is all they say.
         let key = |r: &RowFields| {
-            let model_only =
-                r.algo.is_none() && r.proto.is_none() && r.path == path(&Path::Unknown);
-            let best = model_only.then(|| r.best_pair.clone()).flatten();
+            let best = model_only(r).then(|| r.best_pair.clone()).flatten();
             (r.algo.clone(), r.proto.clone(), r.path.clone(), best)
         };
         let k = key(seen[i]);
@@ -106,8 +104,7 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         let group = &seen[i..j];
         let sizes =
             range(&group.iter().map(|f| f.bytes).collect::<Vec<_>>(), size).unwrap_or_default();
-        // NCCL's model without its profiler's report (NCCL 2.22, or a profiler of the user's).
-        let model_only = k.0.is_none() && k.1.is_none() && k.2 == path(&Path::Unknown);
+        let model_only = model_only(group[0]);
         let choice = match (&k.0, &k.1) {
             (Some(a), Some(p)) => format!("{a}/{p}"),
             (Some(a), None) => a.clone(),
@@ -144,6 +141,12 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
         i = j;
     }
     out
+}
+
+/// A row with NCCL's model but not its profiler's report (NCCL 2.22, or a profiler of the
+/// user's): no algorithm, protocol or path.
+fn model_only(r: &RowFields) -> bool {
+    r.algo.is_none() && r.proto.is_none() && r.path == path(&Path::Unknown)
 }
 
 #[cfg(test)]
