@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Puts the parts made by ci/nccl-pack.sh back together on the GPU machine: PACK/VERSION/*.part-*
 # → NCCL_DIR/VERSION/libnccl.so.2, checked against the recorded SHA-256, and the version's
-# headers (PACK/VERSION/include.tar.xz, or a lone nccl.h from older packs) → NCCL_DIR/VERSION/include. Versions whose parts
-# are not all there yet are left out (and named).
+# headers (PACK/VERSION/include.tar.xz) → NCCL_DIR/VERSION/include. Versions whose parts are not
+# all there yet are left out (and named).
 # usage: ci/nccl-unpack.sh PACK NCCL_DIR
 set -euo pipefail
 pack=$1; dir=$2
@@ -15,9 +15,6 @@ for d in "$pack"/*/; do
     && [ "$(sha256sum "$dir/$v/libnccl.so.2" | cut -d' ' -f1)" = "$(cat "$d/libnccl.so.2.sha256")" ]; then
     if [ -f "$d/include.tar.xz" ]; then
       tar xJf "$d/include.tar.xz" -C "$dir/$v"
-    elif [ -f "$d/nccl.h" ]; then
-      mkdir -p "$dir/$v/include"
-      cp "$d/nccl.h" "$dir/$v/include/nccl.h"
     fi
     echo "$v: $dir/$v/libnccl.so.2"
   else
