@@ -64,6 +64,20 @@ pub struct Group {
     pub size: usize,
 }
 
+/// What rank 0 last heard of another process' state ([`Bootstrap::peer_states`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerState {
+    /// Its world rank.
+    pub rank: usize,
+    /// Its host, as it said at the meeting.
+    pub host: String,
+    /// Its process id, as it said at the meeting.
+    pub pid: u32,
+    /// The last note it published ([`Bootstrap::publish_state`]) and how long ago it came;
+    /// `None` until one came. Untrusted bytes: the reader checks them.
+    pub note: Option<(Vec<u8>, std::time::Duration)>,
+}
+
 /// The processes of one run and the few collective operations the harness needs between them.
 /// Collectives are called by every process in the same order; they fail (never hang forever)
 /// when a process is missing.
@@ -152,6 +166,18 @@ pub trait Bootstrap: Sync {
     fn wait_limit(&self) -> Option<std::time::Duration> {
         None
     }
+    /// Sets the short note (at most 4 KiB; a longer one is ignored) this process' heartbeats
+    /// carry from now on: its state for the hang watch. Does nothing where there are no
+    /// heartbeats (a single process, MPI).
+    fn publish_state(&self, _note: &[u8]) {}
+    /// Rank 0: every other process with the last note it published, without waiting (`None`
+    /// elsewhere, where there are no heartbeats, or while a collective holds the link).
+    fn peer_states(&self) -> Option<Vec<PeerState>> {
+        None
+    }
+    /// Rank 0, after the hang watch found the run hung: tells every other process to stop
+    /// with exit code 4, saying `why`. Does nothing elsewhere.
+    fn end_hung(&self, _why: &str) {}
     /// This process failed with `err` after the bootstrap. MPI reports it and aborts the whole
     /// job with its exit code so no process waits forever; TCP's rank 0 tells the others its
     /// text; the default does nothing (the caller reports, and the other processes notice the

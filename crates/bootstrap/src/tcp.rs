@@ -75,6 +75,8 @@ pub struct TcpBootstrap {
     strong: bool,
     /// The heartbeat thread, once the processes have met (stopped before the link closes).
     beats: Option<Beats>,
+    /// The state note the heartbeats carry ([`Bootstrap::publish_state`]).
+    note: beat::Note,
     link: Mutex<Link>,
     /// The first failure of the link that names a lost or silent process, kept for
     /// [`Bootstrap::lost_peer`].
@@ -206,6 +208,7 @@ impl TcpBootstrap {
             link: Mutex::new(Link::Alone),
             lost: Mutex::new(None),
             beats: None,
+            note: beat::Note::default(),
         };
         if launch.size <= 1 {
             return Ok(b);
@@ -237,7 +240,7 @@ impl TcpBootstrap {
                 Link::Leaf(l) => vec![l.writer.clone()],
                 _ => Vec::new(),
             };
-            b.beats = Some(Beats::start(writers, beat::period(q)));
+            b.beats = Some(Beats::start(writers, beat::period(q), b.note.clone()));
         }
         b.link = Mutex::new(link);
         Ok(b)
@@ -595,6 +598,51 @@ impl Bootstrap for TcpBootstrap {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    fn publish_state(&self, note: &[u8]) {
+        if note.len() <= wire::MAX_NOTE
+            && let Ok(mut n) = self.note.lock()
+        {
+            n.clear();
+            n.extend_from_slice(note);
+        }
+    }
+    fn peer_states(&self) -> Option<Vec<super::PeerState>> {
+        let Ok(mut link) = self.link.try_lock() else {
+            return None;
+        };
+        let Link::Root(peers) = &mut *link else {
+            return None;
+        };
+        Some(
+            peers
+                .iter_mut()
+                .map(|p| {
+                    // Reads what has arrived (a message for the next collective is kept).
+                    p.has_sent();
+                    super::PeerState {
+                        rank: p.rank,
+                        host: p.host.clone(),
+                        pid: p.pid,
+                        note: p
+                            .stream
+                            .note
+                            .as_ref()
+                            .map(|(n, at)| (n.clone(), at.elapsed())),
+                    }
+                })
+                .collect(),
+        )
+    }
+    fn end_hung(&self, why: &str) {
+        let Ok(mut link) = self.link.lock() else {
+            return;
+        };
+        if let Link::Root(peers) = &*link {
+            let why = why.replace('\n', " ");
+            abort_peers(peers, None, &why, true);
+            *link = Link::Broken(why);
         }
     }
     fn fail(&self, err: &dyn Failure) {

@@ -277,6 +277,8 @@ pub const OPTIONS: &[Spec] = &[
         "With --health: write the summary in the Prometheus text format to this file (for node_exporter's textfile collector: name it *.prom)"),
     ours("stop-when-sure", "PERCENT", Number, Unset("off: every size runs -n iterations"),
         "Stop a size's timed iterations once the 95 % confidence interval of its mean time is within this percentage of it (at most -n iterations; sizes too short for three batches of 1 ms run -n); the iterations used go into the JSON's actual_iterations and a line after the footer. Not with -z, -I or -G"),
+    ours("hang-timeout", "SECONDS", Number, Is("60"),
+        "The hang watch: when no operation finishes on any rank for this many seconds (or 20 times what the operations outstanding should take at this size's pace, if longer), name the stuck rank, close the JSON with a hang record and exit 4 on every process; 0 turns it off (docs/hangs.md)"),
     ours("collectives", "LIST", Collectives, Unset("this program's own collective alone"),
         "Run these benchmarks one after the other in this one launch (names separated by commas, with or without _perf, e.g. all_reduce,all_gather,reduce_scatter,alltoall,sendrecv; or all): one CUDA context, one set of communicators and buffers, and for each the section its own program prints; the exit code is the worst of them"),
     ours("explain-sku", "FILE", File, Unset("the built-in table"),

@@ -185,6 +185,13 @@ pub const TEST_STALL_MS: Variable = Variable {
     only: None,
     audience: Audience::Developer,
 };
+/// `NCCL_PERF_TEST_HOST_STOP_OP` (read only in builds with the `test-hooks` feature).
+pub const TEST_HOST_STOP_OP: Variable = Variable {
+    name: "NCCL_PERF_TEST_HOST_STOP_OP",
+    help: "Test hook (feature test-hooks): the benchmark thread stops before enqueuing this operation of the run (1 = the first), its heartbeats going on (the hang watch's tests).",
+    only: None,
+    audience: Audience::Developer,
+};
 /// `NCCL_PERF_TEST_PAUSE_MS` (read only in builds with the `test-hooks` feature).
 pub const TEST_PAUSE_MS: Variable = Variable {
     name: "NCCL_PERF_TEST_PAUSE_MS",
@@ -229,6 +236,7 @@ pub const VARIABLES: &[Variable] = &[
     ALLTOALLV_PRINT_SUMMARY,
     TRACE,
     TEST_STALL_MS,
+    TEST_HOST_STOP_OP,
     TEST_PAUSE_MS,
     TEST_SLOW,
 ];

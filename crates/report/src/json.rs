@@ -84,6 +84,7 @@ pub struct JsonReport {
     notes: Vec<String>,
     split_groups: Vec<super::split::SplitGroup>,
     explain: Option<serde_json::Value>,
+    hang: Option<serde_json::Value>,
 }
 
 impl JsonReport {
@@ -116,6 +117,7 @@ impl JsonReport {
             notes: Vec::new(),
             split_groups: Vec::new(),
             explain: None,
+            hang: None,
         };
         report.set_devices(info, devices, nccl_version);
         report
@@ -175,6 +177,12 @@ impl JsonReport {
         self.explain = Some(explain);
     }
 
+    /// Records the hang watch's verdict and evidence (`nccl_perf_hang`), kept by every later
+    /// rendering.
+    pub fn set_hang(&mut self, hang: serde_json::Value) {
+        self.hang = Some(hang);
+    }
+
     /// The document of a run that failed before its footer: what was collected so far (the
     /// rows completed), closed properly, without the footer keys and `end_time` (as upstream,
     /// which adds `end_time` only when the failure happens outside every nested container).
@@ -197,6 +205,7 @@ impl JsonReport {
             nccl_perf_notes: &self.notes,
             nccl_perf_split_groups: &self.split_groups,
             nccl_perf_explain: self.explain.as_ref(),
+            nccl_perf_hang: self.hang.as_ref(),
         };
         // Cannot fail: every map key is a string and no Serialize impl returns an error.
         serde_json::to_string(&doc).unwrap_or_default()

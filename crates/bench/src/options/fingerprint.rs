@@ -49,6 +49,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
         collectives: _,
         health: _,
         stop_when_sure: _,
+        hang_timeout_s: _,
     } = o;
     let roots = match o.roots {
         Roots::All => "all".to_string(),
@@ -102,6 +103,7 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
             o.stop_when_sure
                 .map_or("off".to_string(), |p| p.to_string())
         ),
+        format!("--hang-timeout {}", o.hang_timeout_s),
     ];
     // --explain adds one untimed call per size and half on every rank; its table
     // (--explain-sku) and gate are world rank 0's alone.

@@ -110,7 +110,12 @@ pub struct Options {
     /// `--stop-when-sure`: stop a size's timed iterations once the 95 % confidence half-width
     /// of the mean is within this percentage of it.
     pub stop_when_sure: Option<f64>,
+    /// `--hang-timeout`: the hang watch's least stall limit in seconds (0: off).
+    pub hang_timeout_s: f64,
 }
+
+/// The hang watch's least stall limit when `--hang-timeout` is not given, in seconds.
+pub const DEFAULT_HANG_TIMEOUT_S: f64 = 60.0;
 
 impl Default for Options {
     /// The options of an empty command line: every option at its default in
@@ -355,6 +360,12 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     let collectives = collectives::read(&mut r)?;
     let health = health::read(&mut r)?;
     let stop_when_sure = locate::number(&mut r, "stop-when-sure")?;
+    let hang_timeout_s = locate::number(&mut r, "hang-timeout")?.unwrap_or(DEFAULT_HANG_TIMEOUT_S);
+    if !(0.0..=1e6).contains(&hang_timeout_s) {
+        return Err(OptionsError::Invalid(format!(
+            "invalid value {hang_timeout_s} for --hang-timeout: give seconds from 0 (off) to 1000000"
+        )));
+    }
     if let Some(p) = stop_when_sure
         && !(p > 0.0 && p <= 50.0)
     {
@@ -406,6 +417,7 @@ pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
         collectives,
         health,
         stop_when_sure,
+        hang_timeout_s,
     };
     check_gpus_per_process(&o)?;
     let e_left_out = raw.get("maxbytes").is_none();

@@ -33,6 +33,7 @@ mod explanation;
 mod fake_job;
 mod fault;
 mod finish;
+mod hang;
 mod health;
 pub mod interrupt;
 mod locate;

@@ -152,6 +152,7 @@ pub(super) fn run_info(o: &Options, program: &str) -> RunInfo {
         collectives: _,
         health: _,
         stop_when_sure: _,
+        hang_timeout_s: _,
     } = o;
     RunInfo {
         program: program.to_string(),
@@ -252,6 +253,14 @@ impl JsonFile {
             crate::eline!("{program}: could not write the {label} file: {e}");
         }
         self.close();
+    }
+
+    /// Records the hang watch's verdict (`nccl_perf_hang`; written by [`JsonFile::abort`]).
+    pub fn set_hang(&self, record: serde_json::Value) {
+        let _ = self.rewrite(|r| {
+            r.set_hang(record);
+            None
+        });
     }
 
     /// Writes the document of a run that stopped before its footer (rows so far) and closes

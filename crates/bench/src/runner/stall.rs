@@ -1,9 +1,12 @@
 //! Test hooks, compiled only with the cargo feature `test-hooks` (release builds do not enable
-//! it; `-h` does not list them). Both take milliseconds and are read once:
+//! it; `-h` does not list them). The times are milliseconds; each is read once:
 //!
 //! - `NCCL_PERF_TEST_PAUSE_MS=N`: every process says so on stderr and waits N ms after the
 //!   bootstrap, before any GPU work, as a process busy on its GPUs would, so that a test can kill
 //!   one process of a job and watch the others stop (`tests/rank_faults.rs`).
+//! - `NCCL_PERF_TEST_HOST_STOP_OP=K`: the benchmark thread stops (for an hour, heartbeats
+//!   going on) before it enqueues operation K of the run, so that the hang watch's "never
+//!   started" verdict can be shown with real NCCL (`ci/gpu-hang.sh`).
 //! - `NCCL_PERF_TEST_STALL_MS=N`: holds every stream of the run for N ms, once, right before the
 //!   first timed loop, so that the `-T` timeout path (abort the communicators, print the timeout
 //!   line, exit 4) can be exercised on a healthy GPU machine (`ci/gpu-timing-options.sh`). The hold is a
@@ -18,12 +21,14 @@ use crate::error::Result;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The two hooks, read once.
+/// The hooks, read once.
 struct Hooks {
     /// `NCCL_PERF_TEST_PAUSE_MS`.
     pause_ms: Option<u64>,
     /// `NCCL_PERF_TEST_STALL_MS`.
     stall_ms: Option<u64>,
+    /// `NCCL_PERF_TEST_HOST_STOP_OP`.
+    host_stop_op: Option<u64>,
 }
 
 fn hooks() -> &'static Hooks {
@@ -31,6 +36,7 @@ fn hooks() -> &'static Hooks {
     HOOKS.get_or_init(|| Hooks {
         pause_ms: parse(environment::TEST_PAUSE_MS.get().as_deref()),
         stall_ms: parse(environment::TEST_STALL_MS.get().as_deref()),
+        host_stop_op: parse(environment::TEST_HOST_STOP_OP.get().as_deref()),
     })
 }
 
@@ -59,6 +65,21 @@ pub fn pause(boot: &dyn Bootstrap, program: &str) {
 /// thread takes it).
 pub fn stall_ms() -> Option<u64> {
     hooks().stall_ms
+}
+
+/// `NCCL_PERF_TEST_HOST_STOP_OP`: before enqueuing operation `n` of the run (1 = the first),
+/// the thread that would enqueue it says so on stderr and stops for an hour (its heartbeats go
+/// on): a host thread that never enqueues the next operation, for the hang watch.
+#[inline]
+pub fn before_operation(n: u64) {
+    if hooks().host_stop_op != Some(n) {
+        return;
+    }
+    crate::eline!(
+        "test hook {}: this thread stops before enqueuing operation {n}",
+        environment::TEST_HOST_STOP_OP.name
+    );
+    std::thread::sleep(Duration::from_secs(3600));
 }
 
 /// Enqueues the hold on every GPU's stream, saying so on stderr.

@@ -109,7 +109,7 @@ fn guarded(
         if let Some(o) = output {
             output::check_target(&o.path)?;
         }
-        return watchdog::guard(boot, Vec::new(), || {
+        return watchdog::guard(boot, Vec::new(), None, || {
             #[cfg(feature = "test-hooks")]
             stall::pause(boot, program);
             phases(Started::DryRun(boot))
@@ -143,7 +143,8 @@ fn guarded(
     }
     let json = outs.iter().filter_map(Output::json).collect();
     // A lost process or a stop signal ends the run from the watchdog, JSON closed.
-    watchdog::guard(boot, json, || {
+    let hang = super::hang::Watch::new(opts.hang_timeout_s);
+    watchdog::guard(boot, json, hang, || {
         #[cfg(feature = "test-hooks")]
         stall::pause(boot, program);
         let result = phases(Started::Run(boot, &mut outs));

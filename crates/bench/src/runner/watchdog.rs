@@ -6,6 +6,10 @@
 //! so far, and exits: 1 for a lost process (4 when a wait timed out), 128 + the signal number
 //! for a signal (130 for SIGINT, 143 for SIGTERM).
 //!
+//! It also runs the hang watch (`hang/`) every tick: when the run is hung (no operation
+//! finishes on any rank for the stall limit), it prints the verdict, records it in the JSON,
+//! tells the other processes (rank 0) and exits 4.
+//!
 //! A lost process is looked for every 100 ms ([`Bootstrap::check_peers`]); when one is found,
 //! the benchmark thread gets two seconds to end on its own first (its own error is more precise,
 //! e.g. a launch problem every process reports at once). Signals are handled at once: launchers
@@ -37,16 +41,23 @@ enum Stop {
     Lost(Error),
     /// A benchmark thread failed and another one did not stop (stuck in a library call).
     Stuck(Error),
+    /// The hang watch found the run hung.
+    Hung(Box<super::hang::Hang>),
 }
 
 /// Runs `body` (the benchmark) with the watchdog beside it; returns what `body` returns, unless
 /// the watchdog ends the process first.
-pub fn guard<T>(boot: &dyn Bootstrap, json: Vec<JsonFile>, body: impl FnOnce() -> T) -> T {
+pub fn guard<T>(
+    boot: &dyn Bootstrap,
+    json: Vec<JsonFile>,
+    hang: Option<super::hang::Watch>,
+    body: impl FnOnce() -> T,
+) -> T {
     let done = AtomicBool::new(false);
     // The signal handlers are `interrupt`'s; this thread only watches what they record.
     super::interrupt::install();
     std::thread::scope(|s| {
-        let watchdog = s.spawn(|| watch(boot, json, &done));
+        let watchdog = s.spawn(|| watch(boot, json, hang, &done));
         // Also when `body` panics: the scope then waits for the watchdog.
         let _done = SetOnDrop(&done, watchdog.thread());
         body()
@@ -63,12 +74,23 @@ impl Drop for SetOnDrop<'_> {
     }
 }
 
-fn watch(boot: &dyn Bootstrap, json: Vec<JsonFile>, done: &AtomicBool) {
+fn watch(
+    boot: &dyn Bootstrap,
+    json: Vec<JsonFile>,
+    mut hang: Option<super::hang::Watch>,
+    done: &AtomicBool,
+) {
     let mut signalled: Option<Instant> = None;
     loop {
         std::thread::park_timeout(TICK);
         if done.load(Ordering::SeqCst) {
             return;
+        }
+        if let Some(h) = hang.as_mut().and_then(|w| w.tick(boot)) {
+            if let Some(why) = &h.tell {
+                boot.end_hung(why);
+            }
+            end(Stop::Hung(Box::new(h)), &json);
         }
         if let Some(sig) = super::interrupt::pending() {
             let since = signalled.get_or_insert_with(Instant::now);
@@ -121,6 +143,12 @@ fn end(stop: Stop, json: &[JsonFile]) -> ! {
         Stop::Stuck(e) => {
             e.report();
             (String::new(), i32::from(e.exit_code()))
+        }
+        Stop::Hung(h) => {
+            for j in json {
+                j.set_hang(h.record.clone());
+            }
+            (h.lines.join("\n"), i32::from(crate::error::code::TIMEOUT))
         }
     };
     // Every section's document (--collectives): those finished are closed already.

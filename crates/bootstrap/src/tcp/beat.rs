@@ -62,6 +62,9 @@ pub(super) struct Inbound {
     /// The socket (also polled and shut down directly).
     pub(super) stream: TcpStream,
     seal: Seal,
+    /// The last state note the peer's heartbeats carried, and when it came (`None` until one
+    /// does).
+    pub(super) note: Option<(Vec<u8>, Instant)>,
 }
 
 /// Both sides of a connection once met: `session` is its key, `outgoing` the direction this
@@ -83,6 +86,7 @@ pub(super) fn link(
     let inbound = Inbound {
         stream,
         seal: Seal::new(session, incoming),
+        note: None,
     };
     Ok((inbound, Arc::new(Mutex::new(out))))
 }
@@ -94,6 +98,10 @@ fn recv(s: &mut Inbound, deadline: Instant) -> Result<(u8, Vec<u8>), RecvError> 
         .seal
         .open(tag, body)
         .map_err(|e| RecvError::Other(e.to_string()))?;
+    if tag == wire::HEARTBEAT && !body.is_empty() {
+        s.note = Some((body, Instant::now()));
+        return Ok((tag, Vec::new()));
+    }
     Ok((tag, body))
 }
 
@@ -118,6 +126,10 @@ pub(super) fn send(w: &Writer, tag: u8, body: &[u8], timeout: Duration) -> std::
     s.send(tag, body, timeout)
 }
 
+/// The state note every heartbeat carries (empty: none), set by
+/// [`crate::Bootstrap::publish_state`].
+pub(super) type Note = Arc<Mutex<Vec<u8>>>;
+
 /// The thread that sends the heartbeats; stops when dropped.
 pub(super) struct Beats {
     stop: Arc<AtomicBool>,
@@ -125,18 +137,19 @@ pub(super) struct Beats {
 }
 
 impl Beats {
-    /// Starts beating on `writers` every `every`.
-    pub(super) fn start(writers: Vec<Writer>, every: Duration) -> Beats {
+    /// Starts beating on `writers` every `every`, each heartbeat carrying `note` as it is then.
+    pub(super) fn start(writers: Vec<Writer>, every: Duration, note: Note) -> Beats {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("nccl-perf-heartbeat".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
+                    let body = note.lock().map(|n| n.clone()).unwrap_or_default();
                     for w in &writers {
                         // A writer busy with a message is itself a sign of life.
                         if let Ok(mut s) = w.try_lock() {
-                            let _ = s.send(wire::HEARTBEAT, &[], WRITE_LIMIT);
+                            let _ = s.send(wire::HEARTBEAT, &body, WRITE_LIMIT);
                         }
                     }
                     std::thread::park_timeout(every);
@@ -257,7 +270,7 @@ mod tests {
     #[test]
     fn heartbeats_keep_a_peer_alive_and_are_skipped() {
         let ((_a, w), (mut b, _)) = pair();
-        let beats = Beats::start(vec![w.clone()], Duration::from_millis(20));
+        let beats = Beats::start(vec![w.clone()], Duration::from_millis(20), Note::default());
         let mut heard = Instant::now() - Duration::from_secs(60);
         let silence = Some(Duration::from_millis(300));
         // Heartbeats alone: never a message, never silent, until the deadline.
@@ -295,6 +308,51 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(2));
         assert!(silent(heard, silence).is_some());
         assert!(silent(heard, None).is_none());
+    }
+
+    #[test]
+    fn heartbeats_carry_the_latest_note_and_stay_heartbeats() {
+        let ((_a, w), (mut b, _)) = pair();
+        let note = Note::default();
+        *note.lock().unwrap() = b"first".to_vec();
+        let beats = Beats::start(vec![w.clone()], Duration::from_millis(20), note.clone());
+        let mut heard = Instant::now() - Duration::from_secs(60);
+        // Waits (by a generous deadline, whatever the machine's load) for a heartbeat noting
+        // `want`; nothing else arrives meanwhile.
+        let mut noted = |b: &mut Inbound, want: &[u8]| {
+            let until = Instant::now() + Duration::from_secs(30);
+            while b.note.as_ref().map(|n| &n.0[..]) != Some(want) && Instant::now() < until {
+                assert_eq!(drain(b, &mut heard).unwrap(), None);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            b.note.as_ref().map(|n| n.0.clone())
+        };
+        assert_eq!(noted(&mut b, b"first"), Some(b"first".to_vec()));
+        *note.lock().unwrap() = b"second".to_vec();
+        assert_eq!(noted(&mut b, b"second"), Some(b"second".to_vec()));
+        drop(beats);
+        // A message after noted heartbeats is still the message.
+        let mut heard = Instant::now();
+        send(&w, wire::BARRIER, &[], Duration::from_secs(1)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let m = recv_live(&mut b, deadline, &mut heard, None).unwrap();
+        assert_eq!(m, (wire::BARRIER, Vec::new()));
+        // A note at the limit goes through; the receiver's bound is the limit.
+        let big = vec![b'x'; wire::MAX_NOTE];
+        send(&w, wire::HEARTBEAT, &big, Duration::from_secs(1)).unwrap();
+        send(&w, wire::BARRIER, &[], Duration::from_secs(1)).unwrap();
+        let m = recv_live(&mut b, deadline, &mut heard, None).unwrap();
+        assert_eq!(m, (wire::BARRIER, Vec::new()));
+        assert_eq!(b.note.as_ref().map(|n| n.0.len()), Some(wire::MAX_NOTE));
+        // One byte more is refused before its body is read.
+        send(
+            &w,
+            wire::HEARTBEAT,
+            &[b'x'; wire::MAX_NOTE + 1],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert!(recv_live(&mut b, deadline, &mut heard, None).is_err());
     }
 
     #[test]

@@ -60,6 +60,10 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// sent: [`abort_body`]).
 const MAX_ABORT: usize = 16 << 10;
 
+/// The most bytes of state note a heartbeat may carry (what the benchmark publishes through
+/// [`crate::Bootstrap::publish_state`]; a longer note is not sent).
+pub const MAX_NOTE: usize = 4 << 10;
+
 /// Length of a signature or seal (HMAC-SHA256) at the end of a body.
 const MAC: usize = 32;
 
@@ -73,7 +77,8 @@ pub fn max_body(tag: u8) -> Option<usize> {
         HELLO => MAX_HELLO,
         // Four u64s and the signature.
         WELCOME => 4 * 8 + MAC,
-        HEARTBEAT => MAC,
+        // A heartbeat may carry the sender's state note (the hang watch's, `note.rs`).
+        HEARTBEAT => MAX_NOTE + MAC,
         BARRIER | REDUCE | BCAST => body_size(tag)? + MAC,
         ABORT => MAX_ABORT,
         REPLY | GATHER | ALLGATHER => MAX_MESSAGE,

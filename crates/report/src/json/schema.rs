@@ -80,6 +80,8 @@ pub(super) struct Document<'a> {
     pub nccl_perf_split_groups: &'a [crate::split::SplitGroup],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_perf_explain: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_perf_hang: Option<&'a serde_json::Value>,
 }
 
 /// `config`.

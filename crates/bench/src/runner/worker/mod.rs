@@ -18,6 +18,8 @@ mod validate;
 pub use sure::Sure;
 
 use super::engine::{Engine, Shape};
+use super::hang::note::Stage;
+use super::hang::progress::{self, Slot};
 use super::interrupt;
 use super::per_iter::{self, Events};
 use super::setup::Gpu;
@@ -27,7 +29,7 @@ use crate::bootstrap::Reduce;
 use crate::error::{Error, Result};
 use crate::gpu::driver::CUdeviceptr;
 use crate::gpu::nccl::Nccl;
-use crate::gpu::op::BoundOp;
+use crate::gpu::op::{BoundOp, Rotation};
 use crate::options::{Average, Blocking};
 use crate::report::{HalfResult, PerIterStats};
 use crate::types::{DataType, RedOp};
@@ -54,6 +56,14 @@ pub struct Worker<'a> {
     /// Test hook: hold the streams this long before the first timed loop ([`stall`]).
     #[cfg(feature = "test-hooks")]
     stall_ms: Option<u64>,
+    /// This thread's counters for the hang watch.
+    slot: &'static Slot,
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        progress::release(self.slot);
+    }
 }
 
 /// At most this many measurements are kept per thread for the split groups' results (`-N 0`
@@ -92,9 +102,12 @@ impl<'a> Worker<'a> {
             Some(_) => Events::create(&gpus, e.opts.iters as u64, false)?,
             None => Events::none(),
         };
+        let first_rank = gpus.first().map_or(0, |g| g.rank());
+        let slot = progress::claim(tid, first_rank, gpus.len());
         Ok(Worker {
             e,
             tid,
+            slot,
             gpus,
             rep: 0,
             errors: 0,
@@ -128,6 +141,7 @@ impl<'a> Worker<'a> {
     #[track_caller]
     pub(super) fn wait(&self) -> Result<()> {
         interrupt::check()?;
+        self.slot.waiting();
         let timeout = self.e.opts.timeout_s;
         let start = (timeout > 0).then(Instant::now);
         // Asynchronous errors are looked for on every 64th poll (not the first: a loop of
@@ -147,6 +161,7 @@ impl<'a> Worker<'a> {
             }
             polls += 1;
             if done {
+                self.slot.all_finished();
                 return Ok(());
             }
             interrupt::check()?;
@@ -191,12 +206,32 @@ impl<'a> Worker<'a> {
         for &bytes in ladder {
             let s = Shape::new(self.e, dt, op, root, bytes);
             let op = self.bind(&s, false)?;
+            let w = self.e.opts.warmup_iters as u64;
+            self.slot.begin(self.label(Stage::Warmup, &s, false), w);
             let mut rotation = op.rotation();
-            for _ in 0..self.e.opts.warmup_iters {
-                rotation.issue_next()?;
+            for _ in 0..w {
+                self.issue_counted(&mut rotation)?;
             }
             self.wait()?;
         }
+        self.slot.outside();
+        Ok(())
+    }
+
+    /// The hang watch's label of a batch of `s`.
+    fn label(&self, stage: Stage, s: &Shape, in_place: bool) -> super::hang::note::Label {
+        progress::label(stage, self.e.coll.name(), s, in_place)
+    }
+
+    /// Issues the rotation's next operation and counts it for the hang watch (one relaxed
+    /// store to this thread's own slot).
+    #[inline]
+    fn issue_counted(&self, rotation: &mut Rotation) -> Result<()> {
+        let n = self.slot.issued() + 1;
+        #[cfg(feature = "test-hooks")]
+        stall::before_operation(n);
+        rotation.issue_next()?;
+        self.slot.set_issued(n);
         Ok(())
     }
 
@@ -208,9 +243,12 @@ impl<'a> Worker<'a> {
         }
         let (n, m) = (o.iters as u64, o.agg_iters as u64);
         let (cpu, local) = self.timed_loop(s, in_place, n, m)?;
-        let per_iter = if self.events.active() {
+        if self.events.active() {
             // With -z 1/2 and m = 1 the last event may still be pending.
             self.wait()?;
+        }
+        self.slot.outside();
+        let per_iter = if self.events.active() {
             self.per_iteration(n, m)?
         } else {
             None
@@ -263,11 +301,19 @@ impl<'a> Worker<'a> {
         #[cfg(feature = "test-hooks")]
         let stall_ms = self.stall_ms.take();
         let op = self.bind(s, in_place)?;
+        self.slot.begin(self.label(Stage::Sync, s, in_place), 1);
         let first = Instant::now();
+        let number = self.slot.issued() + 1;
+        #[cfg(feature = "test-hooks")]
+        stall::before_operation(number);
         op.issue_first()?;
+        self.slot.set_issued(number);
         self.wait()?;
         let first = first.elapsed().as_secs_f64();
+        self.slot.timed_one((first * 1e9) as u64, s.span);
         self.e.group.barrier()?;
+        self.slot
+            .begin(self.label(Stage::Timed, s, in_place), n.saturating_mul(m));
         #[cfg(feature = "test-hooks")]
         if let Some(ms) = stall_ms {
             stall::inject(&self.gpus, ms)?;
@@ -325,7 +371,7 @@ impl<'a> Worker<'a> {
             // The default loop (-z 0 -m 1, and every capture but -z 3's): the operations and
             // nothing else.
             for _ in 0..n {
-                rotation.issue_next()?;
+                self.issue_counted(&mut rotation)?;
             }
             return Ok(0.0);
         }
@@ -339,7 +385,7 @@ impl<'a> Worker<'a> {
                     self.events.record(&self.gpus, self.events.start_of(iter))?;
                 }
                 for _ in 0..m {
-                    rotation.issue_next()?;
+                    self.issue_counted(&mut rotation)?;
                     if per_op_wait {
                         // Inside a group (-m > 1) nothing is launched yet: this wait is a no-op.
                         self.wait()?;

@@ -79,6 +79,7 @@ fn bootstrap(size: usize, strong: bool) -> TcpBootstrap {
         secret: Secret::default(),
         strong,
         beats: None,
+        note: Default::default(),
         link: Mutex::new(super::super::Link::Alone),
         lost: Mutex::new(None),
     }
