@@ -195,8 +195,31 @@ pub fn judge(views: &[View]) -> Verdict {
         r.dedup();
         r
     };
+    // A thread behind is the culprit only when every thread ahead of it enqueued its whole
+    // batch and waits: threads still enqueuing may be blocked in the launch itself (the GPU's
+    // queue full behind a stalled operation), where being behind proves nothing.
+    let min_issued = behind.iter().map(|(_, t)| t.issued).min().unwrap_or(0);
+    let ahead_all_wait = known
+        .iter()
+        .filter(|(_, t)| t.issued > min_issued)
+        .all(|(_, t)| t.phase == Phase::Wait);
+    if !behind.is_empty() && !ahead_all_wait {
+        let k = known.iter().map(|(_, t)| t.finished).min().unwrap_or(0) + 1;
+        return Verdict {
+            kind: Kind::AllWaiting,
+            culprits: Vec::new(),
+            operation: k,
+            line: format!(
+                "hang: {} never finished, and the threads are blocked at different operations, \
+                 some while enqueuing (a GPU's queue full behind the stalled operation): a GPU \
+                 or a link stopped, and this run cannot tell which; what each rank saw follows",
+                operation(k, views)
+            ),
+            evidence: evidence_lines,
+        };
+    }
     if !behind.is_empty() {
-        let k = behind.iter().map(|(_, t)| t.issued).min().unwrap_or(0) + 1;
+        let k = min_issued + 1;
         let ahead = known.iter().filter(|(_, t)| t.issued >= k).count();
         let culprits = ranks(&mut behind.iter().map(|(v, _)| v.rank));
         let names: Vec<String> = behind
@@ -426,6 +449,25 @@ mod tests {
             v.line
         );
         assert!(v.line.contains("that 1 other thread started"), "{}", v.line);
+    }
+
+    #[test]
+    fn threads_blocked_while_enqueuing_name_nobody() {
+        // A long batch: every rank's launch queue filled behind a stalled operation, at
+        // different counts; being behind then proves nothing.
+        let views = vec![
+            view(0, Some(state(0, Phase::Enqueue, 1130, 100))),
+            view(1, Some(state(0, Phase::Enqueue, 1124, 100))),
+            view(2, Some(state(0, Phase::Wait, 1130, 100))),
+        ];
+        let v = judge(&views);
+        assert_eq!(v.kind, Kind::AllWaiting);
+        assert!(v.culprits.is_empty());
+        assert!(
+            v.line.contains("blocked at different operations"),
+            "{}",
+            v.line
+        );
     }
 
     #[test]

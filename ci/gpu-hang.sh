@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The hang watch's GPU checks (issue 49), in one call, on ranks posing as hosts on one GPU
+# (ci/vcluster.sh, our environment bootstrap over TCP): healthy runs and a slowed link (no hang
+# may be called), then three injected hangs on rank 2 of 4 and of 8 ranks:
+#   host  NCCL_PERF_TEST_HOST_STOP_OP: its benchmark thread stops before an operation
+#   gpu   NCCL_PERF_TEST_STALL_MS: its streams are held before the first timed loop
+#   link  ci/hang-shim.c under LD_PRELOAD: its network data sends stop (EAGAIN forever)
+# Each hang: every rank's exit code, rank 0's verdict line, the JSON record, the wall time,
+# and the processes left. One PASS/FAIL line per check into OUT/hang-checks.txt; every case's
+# logs in OUT/hang-logs.tar.gz.
+# usage: ci/gpu-hang.sh DIST OUT [LIMIT_S]   (DIST: binaries built with --features test-hooks)
+#   PARTS="hangs healthy slow" (default: all three) picks the parts.
+# shellcheck disable=SC2016  # the check expressions are evaluated later, on purpose
+set -u
+D=$(cd "$1" && pwd); O=$(cd "$2" && pwd); LIMIT=${3:-10}
+here=$(cd "$(dirname "$0")" && pwd)
+AR="$D/all_reduce_perf"
+C="$O/hang-checks.txt"; : > "$C"
+W=$(mktemp -d)
+gcc -shared -fPIC -O2 -o "$W/hang-shim.so" "$here/hang-shim.c" -ldl || echo "FAIL shim: gcc" >> "$C"
+port=$((21000 + $$ % 5000))
+
+# case NAME RANKS KILL_S [vcluster options...] -- ARGS: runs the job, records rcs, wall, leftovers.
+case_run() {
+  local name=$1 n=$2 kill_s=$3; shift 3
+  local dir="$W/$name"; mkdir -p "$dir"
+  port=$((port + 1))
+  local t0=$EPOCHREALTIME
+  timeout -s KILL "$kill_s" bash "$here/vcluster.sh" -n "$n" -l slurm -p "$port" -d "$dir" "$@" \
+    > "$dir/stdout" 2> "$dir/stderr"
+  echo "$?" > "$dir/rc"
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$dir/wall"
+  sleep 1
+  pgrep -f "$AR" > "$dir/left" || true
+  pkill -9 -f "$AR" 2>/dev/null || true
+}
+rcs() { local d="$W/$1" r; for r in $(seq 0 $(($2 - 1))); do printf '%s ' "$(cat "$d/rank$r.rc" 2>/dev/null || echo none)"; done; }
+all_rc() { [ "$(rcs "$1" "$2" | tr ' ' '\n' | grep -cvx "$3" | tr -d ' ')" = 1 ]; }  # the trailing empty field
+pass() { if eval "$3"; then echo "PASS $1: $2" >> "$C"; else echo "FAIL $1: $2" >> "$C"; fi; }
+summary() { # one line per case: rcs, wall, verdict line
+  local d="$W/$1"
+  {
+    echo "## $1: rcs [$(rcs "$1" "$2")] wall $(cat "$d/wall") s, left $(wc -l < "$d/left")"
+    grep -h "hang:" "$d/rank0.err" 2>/dev/null | head -1 | cut -c1-400 | sed 's/^/##   /'
+    grep -h "rank 0 stopped the run" "$d/rank1.err" 2>/dev/null | head -1 | cut -c1-300 | sed 's/^/##   /'
+  } >> "$C"
+}
+json_verdict() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); h=d["nccl_perf_hang"]; print(h["verdict"], ",".join(map(str,h["culprits"])), h["operation"])' "$1" 2>/dev/null; }
+
+ARGS=(-b 1M -e 16M -f 4 -n 20 -w 2 --hang-timeout "$LIMIT")
+
+PARTS=${PARTS:-hangs healthy slow}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+
+# 1. No false alarm: healthy runs at 4 and 8 ranks, and a slowed link on rank 2.
+if part healthy; then
+healthy=0; hung=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+  n=4; [ "$i" -gt 12 ] && n=8
+  case_run "healthy$i" "$n" 300 -- "$AR" "${ARGS[@]}"
+  all_rc "healthy$i" "$n" 0 && healthy=$((healthy + 1))
+  grep -q "hang:" "$W/healthy$i"/rank*.err && hung=$((hung + 1))
+done
+pass healthy "16 healthy runs (12 at 4 ranks, 4 at 8): all exit 0, no hang called" \
+  '[ $healthy = 16 ] && [ $hung = 0 ]'
+fi
+if part slow; then
+slow_ok=0; slow_hung=0
+for i in 1 2 3 4; do
+  case_run "slow$i" 4 300 -r "2:LD_PRELOAD=$W/hang-shim.so" -r 2:HANGSHIM_DELAY_US=3000 -- \
+    "$AR" -b 1M -e 4M -f 2 -n 20 -w 2 --hang-timeout "$LIMIT"
+  summary "slow$i" 4
+  all_rc "slow$i" 4 0 && slow_ok=$((slow_ok + 1))
+  grep -q "hang:" "$W/slow$i"/rank*.err && slow_hung=$((slow_hung + 1))
+done
+pass slow "4 runs with rank 2's sends slowed (3 ms per send): all exit 0, no hang called" \
+  '[ $slow_ok = 4 ] && [ $slow_hung = 0 ]'
+fi
+
+# 2. Hangs.
+hang_case() { # name ranks verdict-regex json-verdict-regex vcluster-options...
+  local name=$1 n=$2 line=$3 jv=$4; shift 4
+  # shellcheck disable=SC2086  # RUNX: extra benchmark options, word-split on purpose
+  case_run "$name" "$n" 180 "$@" -- "$AR" -b 1M -e 1M -n 200 -w 2 --hang-timeout "$LIMIT" \
+    -J "$W/$name/run.json" ${RUNX:-}
+  summary "$name" "$n"
+  local j; j=$(json_verdict "$W/$name/run.json")
+  echo "##   json: $j" >> "$C"
+  pass "$name" "every rank exit 4, rank 0 says '$line', JSON '$jv', no process left" \
+    "all_rc $name $n 4 && grep -qE \"$line\" $W/$name/rank0.err && [[ \"$j\" =~ $jv ]] && [ ! -s $W/$name/left ]"
+  pass "$name-time" "ended within limit + 30 s of the launch's start-up (wall < $((LIMIT + 45)) s)" \
+    "awk -v w=\$(cat $W/$name/wall) 'BEGIN{exit !(w < $LIMIT + 45)}'"
+}
+part hangs && for n in 4 8; do
+  hang_case "host$n" "$n" "hang: rank 2 \(vnode2, pid [0-9]+\) never started operation 30 " \
+    "^never_started 2 30$" -r 2:NCCL_PERF_TEST_HOST_STOP_OP=30
+  hang_case "gpu$n" "$n" "hang: all $n threads enqueued operation" "^all_waiting" \
+    -r 2:NCCL_PERF_TEST_STALL_MS=600000
+  # -N 0: the sizes again and again until the link stops.
+  RUNX="-N 0" hang_case "link$n" "$n" "hang: " "^(all_waiting|never_started)" \
+    -r "2:LD_PRELOAD=$W/hang-shim.so" -r 2:HANGSHIM_AFTER_MS=9000
+done
+tar -C "$W" -czf "$O/hang-logs.tar.gz" --exclude='*.so' . 2>/dev/null
+cat "$C"
