@@ -222,21 +222,22 @@ pub fn judge(views: &[View]) -> Verdict {
         let k = min_issued + 1;
         let ahead = known.iter().filter(|(_, t)| t.issued >= k).count();
         let culprits = ranks(&mut behind.iter().map(|(v, _)| v.rank));
-        let names: Vec<String> = behind
-            .iter()
-            .map(|(v, t)| format!("{} ({})", who(v, many_threads), doing(t, v.idle)))
-            .collect();
+        let unit = if many_threads { "thread" } else { "rank" };
+        let (subject, detail) = match &behind[..] {
+            [(v, t)] => (who(v, many_threads), doing(t, v.idle)),
+            _ => (
+                format!("{} {unit}s", behind.len()),
+                behind
+                    .iter()
+                    .map(|(v, t)| format!("{}: {}", who(v, many_threads), doing(t, v.idle)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+        };
         let line = format!(
-            "hang: {} never started {} that {} other thread{} started: {}",
-            if behind.len() == 1 {
-                who(behind[0].0, many_threads)
-            } else {
-                format!("{} threads", behind.len())
-            },
+            "hang: {subject} never started {} that {ahead} other {unit}{} started; {detail}",
             operation(k, views),
-            ahead,
             if ahead == 1 { "" } else { "s" },
-            names.join("; ")
         );
         return Verdict {
             kind: Kind::NeverStarted,
@@ -389,7 +390,7 @@ mod tests {
             v.line.starts_with(
                 "hang: rank 2 (vnode2, pid 1002) never started operation 106 of the run \
                  (all_reduce float sum 1048576 B out-of-place, timed iteration 6 of 20) that 3 \
-                 other threads started: "
+                 other ranks started; its host thread is enqueuing, stalled for 42 s"
             ),
             "{}",
             v.line
@@ -448,7 +449,7 @@ mod tests {
             "{}",
             v.line
         );
-        assert!(v.line.contains("that 1 other thread started"), "{}", v.line);
+        assert!(v.line.contains("that 1 other rank started;"), "{}", v.line);
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct Watch {
     floor: Duration,
     last: Vec<(u64, u64, u64, Phase)>,
     since: Instant,
+    /// [`LEAF_GRACE`] and [`STATE_GRACE`] (shorter in tests).
+    leaf_grace: Duration,
+    state_grace: Duration,
 }
 
 impl Watch {
@@ -50,6 +53,8 @@ impl Watch {
             floor: Duration::from_secs_f64(hang_timeout_s.min(1e9)),
             last: Vec::new(),
             since: Instant::now(),
+            leaf_grace: LEAF_GRACE,
+            state_grace: STATE_GRACE,
         })
     }
 
@@ -88,7 +93,7 @@ impl Watch {
             let peers = match boot.peer_states() {
                 Some(p) => p,
                 // One process, or no heartbeats (MPI): judge from this process alone.
-                None if boot.world_size() == 1 || idle >= limit + STATE_GRACE => Vec::new(),
+                None if boot.world_size() == 1 || idle >= limit + self.state_grace => Vec::new(),
                 None => return None,
             };
             let (rank, host, pid) = me();
@@ -125,7 +130,7 @@ impl Watch {
                     }
                 }
             }
-            if waiting_for_state && idle < limit + STATE_GRACE {
+            if waiting_for_state && idle < limit + self.state_grace {
                 return None;
             }
             if peers.is_empty() && boot.world_size() > 1 {
@@ -133,7 +138,7 @@ impl Watch {
             }
             return Some(found(&verdict::judge(&views), &views, limit, &host));
         }
-        if idle < limit + LEAF_GRACE {
+        if idle < limit + self.leaf_grace {
             return None;
         }
         let (rank, host, pid) = me();
@@ -208,5 +213,205 @@ fn alone(views: &[View], limit: Duration, idle: Duration, root: bool) -> Hang {
         lines,
         record: v.to_json(views, limit),
         tell: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::note::{Label, Stage, ThreadState};
+    use super::*;
+    use crate::bootstrap::{PeerState, Reduce, Result};
+    use std::sync::Mutex;
+
+    /// One process of a job of four: its published note is kept, the others' notes are the
+    /// test's.
+    struct Job {
+        rank: usize,
+        peers: Option<Vec<PeerState>>,
+        published: Mutex<Vec<u8>>,
+        told: Mutex<Option<String>>,
+    }
+
+    impl Bootstrap for Job {
+        fn world_size(&self) -> usize {
+            4
+        }
+        fn world_rank(&self) -> usize {
+            self.rank
+        }
+        fn local_rank(&self) -> usize {
+            0
+        }
+        fn describe(&self) -> String {
+            "test".into()
+        }
+        fn barrier(&self) -> Result<()> {
+            Ok(())
+        }
+        fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
+            Ok(v)
+        }
+        fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
+            Ok(())
+        }
+        fn gather(&self, _text: String) -> Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+        fn allgather(&self, _text: String) -> Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+        fn publish_state(&self, note: &[u8]) {
+            *self.published.lock().unwrap() = note.to_vec();
+        }
+        fn peer_states(&self) -> Option<Vec<PeerState>> {
+            self.peers.clone()
+        }
+        fn end_hung(&self, why: &str) {
+            *self.told.lock().unwrap() = Some(why.to_string());
+        }
+    }
+
+    fn label() -> Label {
+        Label {
+            stage: Stage::Timed,
+            coll: "all_reduce".into(),
+            dt: "float".into(),
+            op: "sum".into(),
+            root: 0,
+            bytes: 1 << 20,
+            in_place: false,
+        }
+    }
+
+    /// A peer's note: `issued` of a batch of 20 from 100, waiting or enqueuing, idle `idle_ms`.
+    fn peer(rank: usize, issued: u64, phase: Phase, idle_ms: u64) -> PeerState {
+        let note = ProcessState {
+            idle_ms,
+            limit_ms: 1_000,
+            threads: vec![ThreadState {
+                tid: 0,
+                first_rank: rank as u64,
+                ngpus: 1,
+                phase,
+                issued,
+                finished: 100,
+                batch_first: 100,
+                batch_len: 20,
+                label: Some(label()),
+            }],
+        };
+        PeerState {
+            rank,
+            host: format!("vnode{rank}"),
+            pid: 1000 + rank as u32,
+            note: Some((note.encode().into_bytes(), Duration::from_millis(300))),
+        }
+    }
+
+    fn job(rank: usize, peers: Option<Vec<PeerState>>) -> Job {
+        Job {
+            rank,
+            peers,
+            published: Mutex::new(Vec::new()),
+            told: Mutex::new(None),
+        }
+    }
+
+    /// The only test that takes a progress slot (the slots are process-wide): every case in
+    /// turn, on this process' slot 0 standing for rank 0's benchmark thread.
+    #[test]
+    fn the_watch_calls_a_hang_only_when_every_rank_is_stalled() {
+        let slot = progress::claim(0, 0, 1);
+        slot.set_issued(100);
+        slot.all_finished();
+        slot.begin(label(), 20);
+        slot.set_issued(120);
+        slot.waiting();
+        let mut w = Watch::new(1.0).unwrap();
+        w.leaf_grace = Duration::from_secs(2);
+        w.state_grace = Duration::from_secs(2);
+        let stalled = |w: &mut Watch, secs: u64| {
+            w.since = Instant::now() - Duration::from_secs(secs);
+        };
+
+        // Rank 2 never enqueued iteration 6; everyone is stalled: a hang naming rank 2.
+        let peers = vec![
+            peer(1, 120, Phase::Wait, 5_000),
+            peer(2, 105, Phase::Enqueue, 5_000),
+            peer(3, 120, Phase::Wait, 5_000),
+        ];
+        let root = job(0, Some(peers.clone()));
+        assert!(w.tick(&root).is_none(), "the first look only records");
+        let mine = ProcessState::decode(&root.published.lock().unwrap()).unwrap();
+        assert_eq!(mine.threads.len(), 1);
+        assert_eq!(
+            (mine.threads[0].issued, mine.threads[0].phase),
+            (120, Phase::Wait)
+        );
+        stalled(&mut w, 5);
+        let h = w.tick(&root).expect("hung");
+        assert!(
+            h.lines[0].contains("hang: rank 2 (vnode2, pid 1002) never started operation 106"),
+            "{:?}",
+            h.lines
+        );
+        assert_eq!(h.lines.len(), 5, "{:?}", h.lines);
+        assert!(
+            h.tell.as_deref().unwrap().contains("culprit: rank 2"),
+            "{:?}",
+            h.tell
+        );
+        assert_eq!(h.record["verdict"], "never_started");
+
+        // A peer that still makes progress: no hang, however long this process waits.
+        let mut moving = peers.clone();
+        moving[0] = peer(1, 120, Phase::Wait, 10);
+        stalled(&mut w, 500);
+        assert!(w.tick(&job(0, Some(moving))).is_none());
+
+        // A peer outside the operations (validation, set-up): not hung either.
+        let mut outside = peers.clone();
+        outside[2] = peer(3, 120, Phase::Outside, 50_000);
+        stalled(&mut w, 500);
+        assert!(w.tick(&job(0, Some(outside))).is_none());
+
+        // A peer whose note never came: waited for, then named as silent.
+        let mut silent = peers.clone();
+        silent[1].note = None;
+        stalled(&mut w, 2);
+        assert!(w.tick(&job(0, Some(silent.clone()))).is_none());
+        stalled(&mut w, 4);
+        let h = w.tick(&job(0, Some(silent))).expect("hung");
+        assert!(
+            h.lines[0].contains("rank 2 (vnode2, pid 1002) sent no state"),
+            "{:?}",
+            h.lines
+        );
+
+        // A hostile note counts as none.
+        let mut hostile = peers.clone();
+        hostile[1].note = Some((b"hang1 idle=\x1b[2J".to_vec(), Duration::ZERO));
+        stalled(&mut w, 4);
+        let h = w.tick(&job(0, Some(hostile))).expect("hung");
+        assert!(h.lines.iter().all(|l| !l.contains('\x1b')), "{:?}", h.lines);
+
+        // Another process: on its own only after the grace for rank 0's word.
+        let leaf = job(1, None);
+        stalled(&mut w, 2);
+        assert!(w.tick(&leaf).is_none());
+        stalled(&mut w, 4);
+        let h = w.tick(&leaf).expect("hung alone");
+        assert!(
+            h.lines[0].contains("and rank 0 gave no verdict"),
+            "{:?}",
+            h.lines
+        );
+        assert!(h.tell.is_none());
+
+        // This process outside the operations: never stalled.
+        slot.outside();
+        stalled(&mut w, 500);
+        assert!(w.tick(&root).is_none());
+        progress::release(slot);
     }
 }
