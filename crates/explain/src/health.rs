@@ -22,6 +22,8 @@ pub enum Verdict {
     Wrong,
     /// Nothing to compare with: no expected figure for this GPU model and shape, or no rows.
     Unknown,
+    /// The hang watch ended the run during this collective (nothing was measured to the end).
+    Hung,
 }
 
 impl Verdict {
@@ -32,6 +34,7 @@ impl Verdict {
             Verdict::Slow => "slow",
             Verdict::Wrong => "wrong",
             Verdict::Unknown => "unknown",
+            Verdict::Hung => "hung",
         }
     }
 }
@@ -57,6 +60,9 @@ pub struct Check {
     /// collective found slow); absent where it did not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspects: Option<Vec<String>>,
+    /// The hang watch's verdict line when the run hung during this collective.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hang: Option<String>,
 }
 
 impl Check {
@@ -89,6 +95,29 @@ impl Check {
             wrong,
             verdict,
             suspects: None,
+            hang: None,
+        }
+    }
+
+    /// This check, of a run the hang watch ended saying `line`: hung, whatever was measured.
+    pub fn hung_by(mut self, line: &str) -> Check {
+        self.verdict = Verdict::Hung;
+        self.hang = Some(line.to_string());
+        self
+    }
+
+    /// The check of a collective the hang watch ended, saying `line` (its verdict).
+    pub fn hung(collective: &str, line: &str) -> Check {
+        Check {
+            collective: collective.to_string(),
+            largest_bytes: 0,
+            busbw: None,
+            expected_busbw: None,
+            percent_of_expected: None,
+            wrong: 0,
+            verdict: Verdict::Hung,
+            suspects: None,
+            hang: Some(line.to_string()),
         }
     }
 }
@@ -127,6 +156,7 @@ impl Health {
             Verdict::Unknown => 1,
             Verdict::Slow => 2,
             Verdict::Wrong => 3,
+            Verdict::Hung => 4,
         };
         let verdict = collectives
             .iter()
@@ -159,6 +189,10 @@ impl Health {
                 0 => String::new(),
                 n => format!(", {n} wrong values"),
             };
+            if let Some(h) = &c.hang {
+                s += &format!("# health: {}: hung: {}\n", c.collective, stdout_safe(h));
+                continue;
+            }
             s += &format!(
                 "# health: {}: {busbw} at {} B, {expected}{wrong}: {}\n",
                 c.collective,
@@ -168,13 +202,18 @@ impl Health {
         }
         let n = self.collectives.len();
         let at = |v: Verdict| self.collectives.iter().filter(|c| c.verdict == v).count();
+        let hung = match at(Verdict::Hung) {
+            0 => String::new(),
+            h => format!(", {h} hung"),
+        };
         s += &format!(
-            "# health: {}: {} of {n} ok, {} slow (below {} % of expected), {} with wrong data, {} without an expected figure\n",
+            "# health: {}: {} of {n} ok, {} slow (below {} % of expected), {} with wrong data, {} without an expected figure{hung}\n",
             match self.verdict {
                 Verdict::Ok => "healthy",
                 Verdict::Slow => "slow",
                 Verdict::Wrong => "wrong data",
                 Verdict::Unknown => "not judged",
+                Verdict::Hung => "hung",
             },
             at(Verdict::Ok),
             at(Verdict::Slow),
@@ -246,6 +285,12 @@ impl Health {
         }
         s
     }
+}
+
+/// A hang line as a `# health:` line may carry it: neither of the words the benchmarks' stdout
+/// contract keeps for its own lines.
+fn stdout_safe(line: &str) -> String {
+    line.replace("bandwidth", "bw").replace("FAILED", "failed")
 }
 
 /// A label value as the text format writes it: backslash, double quote and line feed escaped.
@@ -323,5 +368,46 @@ mod tests {
         assert!(p.contains("nccl_perf_busbw_gbps{collective=\"all_reduce\",host=\"n\\\"1\\\\\",gpu=\"GPU\\nX\"} 390\n"), "{p}");
         assert!(!p.contains("nccl_perf_expected_busbw_gbps{"), "{p}");
         assert!(p.contains("verdict=\"unknown\"} 1\n"), "{p}");
+    }
+
+    #[test]
+    fn a_hung_collective_is_the_worst_verdict_in_lines_json_and_metrics() {
+        let ok = Check::of(&run("all_reduce", 390.0), &explained(Some(97.5)), 0, 90.0);
+        let line = "hang: rank 2 (vnode2, pid 7) never started operation 30 of the run (low bandwidth FAILED)";
+        let hung = Check::hung("all_gather", line);
+        let wrong = Check::of(&run("alltoall", 390.0), &explained(Some(97.5)), 3, 90.0);
+        let h = Health::new(vec![ok.clone(), wrong, hung], 90.0, "n1", "g");
+        assert_eq!(h.verdict, Verdict::Hung);
+        let text = h.text();
+        assert!(
+            text.contains("# health: all_gather: hung: hang: rank 2 (vnode2, pid 7) never started operation 30 of the run (low bw failed)\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("without an expected figure, 1 hung\n"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .last()
+                .unwrap_or_default()
+                .starts_with("# health: hung: 1 of 3 ok"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("bandwidth") && !text.contains("FAILED"),
+            "{text}"
+        );
+        assert_eq!(h.json()["verdict"], "hung");
+        assert_eq!(h.json()["collectives"][2]["hang"], line);
+        assert!(h.json()["collectives"][0].get("hang").is_none());
+        let p = h.prometheus();
+        assert!(
+            p.contains("nccl_perf_health_ok{collective=\"all_gather\",host=\"n1\",gpu=\"g\"} 0\n"),
+            "{p}"
+        );
+        assert!(p.contains("verdict=\"hung\"} 1\n"), "{p}");
+        // A measured check of a run that hung is hung too.
+        assert_eq!(ok.hung_by(line).verdict, Verdict::Hung);
     }
 }

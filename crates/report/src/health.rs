@@ -129,6 +129,10 @@ pub fn problems(run: &Run) -> Vec<Problem> {
     let errors: Vec<&str> = error_lines(run).collect();
     if run.summary.is_none() {
         let why = match &run.text.stopped {
+            _ if run.text.hang.is_some() => format!(
+                "the hang watch ended it: {}",
+                run.text.hang.as_deref().unwrap_or_default()
+            ),
             _ if !errors.is_empty() => "it failed".to_string(),
             Some(stopped) => format!("{stopped}: the log is cut short or the job was killed"),
             None => "the log is cut short or the program was killed".to_string(),

@@ -47,6 +47,9 @@ pub struct TextDetails {
     /// some of the GPUs only (the devices are not known), but the highest rank shown bounds the
     /// rank count from below and the names tell the GPU model.
     pub partial_devices: Vec<crate::DeviceInfo>,
+    /// The hang watch's verdict (`hang: ...`, from `hang:`), when the run was ended as hung:
+    /// from rank 0's stderr line in a log, from `nccl_perf_hang` in a `-J` JSON.
+    pub hang: Option<String>,
 }
 
 impl Default for TextDetails {
@@ -61,6 +64,7 @@ impl Default for TextDetails {
             stopped: None,
             broken_lines: Vec::new(),
             partial_devices: Vec::new(),
+            hang: None,
         }
     }
 }

@@ -45,7 +45,11 @@ pub fn summary(runs: &[Run], threshold: f64, sku: Option<&String>) -> Result<Hea
         .map(|r| {
             let (seen, x) = crate::explain::explained(r, &skus);
             let wrong = r.summary.as_ref().map_or(0, |s| s.oob_errors);
-            Check::of(&seen, &x, wrong, threshold)
+            let check = Check::of(&seen, &x, wrong, threshold);
+            match &r.text.hang {
+                Some(line) => check.hung_by(line),
+                None => check,
+            }
         })
         .collect();
     let first = runs.iter().flat_map(|r| r.devices.first()).next();
@@ -57,11 +61,11 @@ pub fn summary(runs: &[Run], threshold: f64, sku: Option<&String>) -> Result<Hea
     ))
 }
 
-/// The exit code of a summary: 0 healthy, 1 slow or wrong data, 3 not judged.
+/// The exit code of a summary: 0 healthy, 1 slow, wrong data or hung, 3 not judged.
 pub fn exit_code(h: &Health) -> u8 {
     match h.verdict {
         Verdict::Ok => 0,
-        Verdict::Slow | Verdict::Wrong => 1,
+        Verdict::Slow | Verdict::Wrong | Verdict::Hung => 1,
         Verdict::Unknown => 3,
     }
 }

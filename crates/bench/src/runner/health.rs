@@ -8,6 +8,63 @@ use crate::error::code;
 use crate::options::{HealthOptions, Options};
 use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
 use std::path::Path;
+use std::sync::Mutex;
+
+/// What `--health` knows while its sections run (world rank 0), so that a run the hang watch
+/// ends still gives its verdict and files.
+struct Pending {
+    h: HealthOptions,
+    threshold: f64,
+    gpu: String,
+    program: String,
+    checks: Vec<Check>,
+    current: String,
+}
+
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+
+/// Before each section (world rank 0): the checks of the sections done, and the collective
+/// about to run.
+pub(super) fn track(
+    h: &HealthOptions,
+    found: &Inventory,
+    program: &str,
+    checks: &[Check],
+    current: &str,
+) {
+    let gpu = found.device_infos.first().map_or("", |d| d.name.as_str());
+    if let Ok(mut p) = PENDING.lock() {
+        *p = Some(Pending {
+            h: h.clone(),
+            threshold: threshold(&found.options),
+            gpu: gpu.to_string(),
+            program: program.to_string(),
+            checks: checks.to_vec(),
+            current: current.to_string(),
+        });
+    }
+}
+
+/// The hang watch ended the run with verdict `line`: where `--health` runs (world rank 0), the
+/// summary with the collective that hung as `hung` is written to its files, and its `# health:`
+/// lines are returned for stdout; `None` elsewhere.
+pub(super) fn on_hang(line: &str) -> Option<String> {
+    let p = PENDING.lock().ok()?.take()?;
+    let mut checks = p.checks;
+    checks.push(Check::hung(&p.current, line));
+    let summary = Health::new(checks, p.threshold, &crate::host::short_hostname(), &p.gpu);
+    for (path, text) in [
+        (&p.h.json, format!("{}\n", summary.json())),
+        (&p.h.prom, summary.prometheus()),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = write_file(path, &text)
+        {
+            crate::eline!("{}: cannot write {}: {e}", p.program, path.display());
+        }
+    }
+    Some(summary.text())
+}
 
 /// The percentage of the expected busbw below which a collective is slow: `--explain-gate`'s
 /// when given, else 90.

@@ -66,6 +66,9 @@ pub(super) fn run(
             out.open();
             discover::print_head(&found, out)?;
         }
+        if let Some(h) = opts.health.as_ref().filter(|_| out.printing()) {
+            health::track(h, &found, &out.info().program, &checks, coll.name());
+        }
         let (ended, bytes) = section(*coll, boot, &found, out, gpus.take())?;
         worst = worst.max(ended.code);
         gpus = Some(ended.gpus);
@@ -202,6 +205,7 @@ mod tests {
             wrong: 0,
             verdict,
             suspects: None,
+            hang: None,
         };
         let names = ["all_reduce", "all_gather", "sendrecv"];
         let checks = [

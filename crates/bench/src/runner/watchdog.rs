@@ -148,6 +148,11 @@ fn end(stop: Stop, json: &[JsonFile]) -> ! {
             for j in json {
                 j.set_hang(h.record.clone());
             }
+            // --health: the collective that hung is judged so, in its lines and files.
+            let line = h.record["line"].as_str().unwrap_or("hang");
+            if let Some(text) = super::health::on_hang(line) {
+                print!("{text}");
+            }
             (h.lines.join("\n"), i32::from(crate::error::code::TIMEOUT))
         }
     };

@@ -85,6 +85,8 @@ struct DocIn {
     nccl_perf_log: Option<LogJson>,
     /// A benchmark's `--explain` record, kept as read.
     nccl_perf_explain: Option<serde_json::Value>,
+    /// The hang watch's record of a run it ended: its `line` is kept.
+    nccl_perf_hang: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -267,6 +269,10 @@ impl DocIn {
                     .into_iter()
                     .map(|l| (l.after_rows, l.text))
                     .collect(),
+                hang: self
+                    .nccl_perf_hang
+                    .as_ref()
+                    .and_then(|h| h.get("line")?.as_str().map(crate::parse::hang_line)),
             },
             rows,
             summary,

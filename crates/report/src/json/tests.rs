@@ -251,3 +251,23 @@ fn split_groups_are_an_extra_key_after_upstreams() {
     let back = read::read_documents(&text, "split.json").unwrap();
     assert_eq!(back[0].rows.len(), 1);
 }
+
+#[test]
+fn a_hang_record_is_written_and_read_back() {
+    let mut r = report(&info());
+    r.add_row(&row());
+    r.set_hang(json!({"verdict": "never_started", "line": "hang: rank 2 (vnode2, pid 7) never started operation 30\u{1b}", "culprits": [2]}));
+    let text = r.render_aborted();
+    let v = parse(&text);
+    assert_eq!(v["nccl_perf_hang"]["culprits"], json!([2]));
+    let runs = super::read::read_documents(&text, "hung.json").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        runs[0].text.hang.as_deref(),
+        Some("hang: rank 2 (vnode2, pid 7) never started operation 30")
+    );
+    // Without the record, none.
+    let plain = report(&info()).render_aborted();
+    assert!(!plain.contains("nccl_perf_hang"), "{plain}");
+    let runs = super::read::read_documents(&plain, "plain.json").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs[0].text.hang, None);
+}

@@ -58,6 +58,25 @@ pub fn command_program(line: &str) -> Option<String> {
     })
 }
 
+/// The hang watch's verdict in a line of nccl-perf's stderr (`<host>: hang: ...`, rank 0; or
+/// another process' `... rank 0 stopped the run: the run hung at operation ...`), from `hang:`
+/// or `the run hung` on, at most 2,000 characters; `None` for any other line.
+pub fn hang_verdict(line: &str) -> Option<String> {
+    let at = match line.find(": hang: ") {
+        Some(i) => i + 2,
+        None if line.starts_with("hang: ") => 0,
+        None => line.find("rank 0 stopped the run: the run hung at operation ")? + 24,
+    };
+    Some(
+        line[at..]
+            .trim_end()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(2000)
+            .collect(),
+    )
+}
+
 /// NCCL's own debug output (`host:pid:tid [dev] NCCL INFO ...`), which `NCCL_DEBUG=INFO` mixes
 /// into stdout.
 pub fn is_nccl_debug(line: &str) -> bool {

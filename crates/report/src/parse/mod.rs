@@ -20,6 +20,17 @@
 
 mod lines;
 mod prefix;
+
+/// A hang verdict as the reports keep it (the `-J` record's `line`): from `hang:` on, control
+/// characters left out, at most 2,000 characters.
+pub fn hang_line(text: &str) -> String {
+    lines::hang_verdict(text).unwrap_or_else(|| {
+        text.chars()
+            .filter(|c| !c.is_control())
+            .take(2000)
+            .collect()
+    })
+}
 #[cfg(test)]
 mod tests;
 
@@ -362,6 +373,16 @@ impl<'a> Parser<'a> {
     /// One line inside `test`; `Err` is a message for line `n`.
     fn in_test(&self, test: &mut Test, text: &str) -> Result<Step, LineError> {
         let run = &mut test.run;
+        // Rank 0's verdict comes first and says most; a pointer line only where it is missing.
+        if let Some(h) = lines::hang_verdict(text)
+            && run
+                .text
+                .hang
+                .as_ref()
+                .is_none_or(|old| !old.starts_with("hang: "))
+        {
+            run.text.hang = Some(h);
+        }
         let extra = |run: &mut Run| {
             let at = run.rows.len();
             run.text.extra_lines.push((at, text.to_string()));

@@ -580,3 +580,37 @@ fn prefix_detection_leaves_rows_alone() {
         (Stream::Plain, "vm:1402:1402 [0] NCCL INFO")
     );
 }
+
+#[test]
+fn a_hung_run_keeps_rank_0s_verdict_over_the_pointer_lines() {
+    let cut: String = V2_19_6.lines().take(11).map(|l| format!("{l}\n")).collect();
+    let log = format!(
+        "{cut}[vnode1] vnode1: bootstrap: rank 0 stopped the run: the run hung at operation 30 (culprit: rank 2); rank 0 (vnode0) printed the verdict\n\
+         vnode0: hang: rank 2 (vnode2, pid 77) never started operation 30 of the run (all_reduce float sum 1048576 B out-of-place, timed iteration 25 of 200) that 3 other ranks started; its host thread is enqueuing, stalled for 10 s\x1b[2J\n\
+           rank 0 (vnode0, pid 75), NCCL rank 0: enqueued 203, finished 3\n\
+         vnode3: bootstrap: rank 0 stopped the run: the run hung at operation 30 (culprit: rank 2)\n"
+    );
+    let runs = parse(&log).unwrap_or_else(|e| panic!("{e}"));
+    let hang = runs[0].text.hang.clone().unwrap_or_default();
+    assert!(
+        hang.starts_with("hang: rank 2 (vnode2, pid 77) never started operation 30 "),
+        "{hang}"
+    );
+    assert!(!hang.contains('\x1b'), "{hang}");
+    let problems = crate::health::problem_lines(&runs[0]);
+    assert!(
+        problems[0].contains("(the hang watch ended it: hang: rank 2 (vnode2"),
+        "{problems:?}"
+    );
+    // A leaf's pointer line alone still says the run hung.
+    let leaf = format!(
+        "{cut}vnode3: bootstrap: rank 0 stopped the run: the run hung at operation 30 (culprit: rank 2)\n"
+    );
+    let runs = parse(&leaf).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        runs[0].text.hang.as_deref(),
+        Some("the run hung at operation 30 (culprit: rank 2)")
+    );
+    // An ordinary run has none.
+    assert_eq!(one(V2_19_6).text.hang, None);
+}
