@@ -100,5 +100,15 @@ part hangs && for n in 4 8; do
   RUNX="-N 0" hang_case "link$n" "$n" "hang: " "^(all_waiting|never_started)" \
     -r "2:LD_PRELOAD=$W/hang-shim.so" -r 2:HANGSHIM_AFTER_MS=9000
 done
+# --health: the collective that hung is judged 'hung' in its lines and files.
+if part hangs; then
+  d="$W/health4"; mkdir -p "$d"
+  case_run health4 4 180 -r 2:NCCL_PERF_TEST_HOST_STOP_OP=30 -- "$AR" --health -b 1M -e 1M \
+    -n 200 -w 2 --hang-timeout "$LIMIT" --health-json "$d/h.json" --health-prom "$d/h.prom"
+  summary health4 4
+  grep -h "^# health:" "$d/rank0.out" | cut -c1-300 | sed 's/^/##   /' >> "$C"
+  pass health4 "--health: every rank exit 4, '# health: all_reduce: hung: hang: rank 2', JSON verdict hung, Prometheus verdict hung" \
+    "all_rc health4 4 4 && grep -q '^# health: all_reduce: hung: hang: rank 2 ' $d/rank0.out && python3 -c 'import json,sys; sys.exit(json.load(open(\"$d/h.json\"))[\"verdict\"] != \"hung\")' && grep -q 'verdict=\"hung\"} 1' $d/h.prom"
+fi
 tar -C "$W" -czf "$O/hang-logs.tar.gz" --exclude='*.so' . 2>/dev/null
 cat "$C"
