@@ -22,9 +22,10 @@ mod ffi;
 pub mod silent;
 pub mod store;
 
+pub use ffi::window::{arm, take};
 pub use ffi::{abi, abi_v1_v3, chain, install, profiler, profiler_v1_v3, tuner};
 pub use install::{Installed, install, installed};
-pub use store::{Taken, arm, take};
+pub use store::Taken;
 
 /// Serializes the tests that arm the process-wide plugins.
 #[cfg(test)]

@@ -1,29 +1,21 @@
 //! What the plugins saw while armed, kept for the runner: bounded (a guard against a flood of
 //! events, not a limit a real call reaches) and behind one lock that only armed calls take.
+//! Safe code below the C side (`ffi`): the plugins record here, and [`crate::arm`] and
+//! [`crate::take`] (the window, with NCCL's activation masks) open and close it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::abi::event;
 use nccl_perf_explain::observed::{Model, Net, Path, Seen};
 
-/// Whether the plugins record (between [`arm`] and [`take`]).
+/// Whether the plugins record (between [`crate::arm`] and [`crate::take`]).
 static ARMED: AtomicBool = AtomicBool::new(false);
-
-/// The activation mask while armed: collectives, point-to-point operations, proxy operations
-/// and steps (network events are their children), network events.
-const ACTIVE_MASK: i32 =
-    (event::COLL | event::P2P | event::PROXY_OP | event::PROXY_STEP | event::NET_PLUGIN) as i32;
 
 /// At most this many collective, point-to-point and cost records are kept per window.
 const MAX_RECORDS: usize = 4096;
 /// At most this many ranks get counters per window.
 const MAX_RANKS: usize = 1024;
-
-/// NCCL's activation mask variables (one per NCCL library; each `init` hands its address) and
-/// how many communicators registered each.
-static MASKS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
 /// The records of the current window.
 static SEEN: Mutex<Taken> = Mutex::new(Taken::new());
@@ -169,61 +161,24 @@ impl Taken {
     }
 }
 
-/// Starts recording: the plugins record from the next NCCL call on.
-pub fn arm() {
+/// Opens a window: empties the records and records from now on (the plugins' side of
+/// [`crate::arm`], which then sets NCCL's masks).
+pub(crate) fn open() {
     *lock(&SEEN) = Taken::new();
     ARMED.store(true, Ordering::SeqCst);
-    set_masks(ACTIVE_MASK);
 }
 
-/// Stops recording and returns what was seen since [`arm`].
-pub fn take() -> Taken {
-    set_masks(0);
+/// Closes the window and returns its records (the plugins' side of [`crate::take`], once
+/// NCCL's masks are 0; it fills in [`Taken::profiler_loaded`]).
+pub(crate) fn close() -> Taken {
     ARMED.store(false, Ordering::SeqCst);
-    let mut taken = std::mem::take(&mut *lock(&SEEN));
-    taken.profiler_loaded = !lock(&MASKS).is_empty();
-    taken
+    std::mem::take(&mut *lock(&SEEN))
 }
 
 /// Whether the plugins record now.
 #[inline]
 pub(crate) fn armed() -> bool {
     ARMED.load(Ordering::Relaxed)
-}
-
-/// The mask NCCL should see now (for a communicator created while armed).
-pub(crate) fn mask_now() -> i32 {
-    if armed() { ACTIVE_MASK } else { 0 }
-}
-
-/// Remembers NCCL's mask variable at `ptr` (a communicator's `init`).
-pub(crate) fn register_mask(ptr: *mut i32) {
-    if ptr.is_null() {
-        return;
-    }
-    let mut masks = lock(&MASKS);
-    match masks.iter_mut().find(|(p, _)| *p == ptr as usize) {
-        Some((_, n)) => *n += 1,
-        None => masks.push((ptr as usize, 1)),
-    }
-    crate::ffi::profiler::store_mask(ptr, mask_now());
-}
-
-/// Forgets one registration of NCCL's mask variable at `ptr` (a communicator's `finalize`).
-pub(crate) fn unregister_mask(ptr: usize) {
-    let mut masks = lock(&MASKS);
-    if let Some(i) = masks.iter().position(|(p, _)| *p == ptr) {
-        masks[i].1 -= 1;
-        if masks[i].1 == 0 {
-            masks.swap_remove(i);
-        }
-    }
-}
-
-fn set_masks(value: i32) {
-    for &(p, _) in lock(&MASKS).iter() {
-        crate::ffi::profiler::store_mask(p as *mut i32, value);
-    }
 }
 
 /// Runs `f` on the window's records while armed.

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::nics::{Nic, NicKind};
+
 /// What the hardware of this node looks like, as far as it could be read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hardware {
@@ -50,51 +52,6 @@ pub struct Pcie {
     pub cur_gen: Option<u32>,
     /// Lanes now.
     pub cur_width: Option<u32>,
-}
-
-/// What kind of network adapter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum NicKind {
-    /// An RDMA port whose link layer is InfiniBand.
-    Ib,
-    /// An RDMA port whose link layer is Ethernet (RoCE).
-    Roce,
-    /// An AWS Elastic Fabric Adapter (driver `efa`).
-    Efa,
-    /// A plain Ethernet interface (NCCL's socket transport).
-    Ethernet,
-}
-
-impl NicKind {
-    /// Whether NCCL reaches it through its RDMA transport or a net plugin (not sockets).
-    pub fn is_rdma(self) -> bool {
-        !matches!(self, NicKind::Ethernet)
-    }
-
-    /// Name for the lines.
-    pub fn label(self) -> &'static str {
-        match self {
-            NicKind::Ib => "InfiniBand",
-            NicKind::Roce => "RoCE",
-            NicKind::Efa => "EFA",
-            NicKind::Ethernet => "Ethernet",
-        }
-    }
-}
-
-/// One network port.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Nic {
-    /// Device (`mlx5_0`, `efa_0`) or interface (`eth0`) name; RDMA ports as `mlx5_0:1`.
-    pub name: String,
-    /// Kind.
-    pub kind: NicKind,
-    /// Link rate in Gb/s (0 when unknown or down).
-    pub rate_gbps: f64,
-    /// The port is up (`ACTIVE`, or operstate `up`).
-    pub active: bool,
-    /// NUMA node of its PCI device, when sysfs tells (-1 there means none).
-    pub numa_node: Option<i32>,
 }
 
 /// Per-direction bandwidth of one NVLink link, GB/s, from NVML's version answer.

@@ -5,9 +5,12 @@
 use crate::ceiling::{Ceiling, Scope, Shape};
 use crate::hardware::Hardware;
 use crate::observed::{Path, Run};
-use crate::render::{gbs, size};
+use crate::rows::{
+    BANDWIDTH_BOUND, RowFields, collective_name, is_special, median_busbw, median_of,
+    median_of_algbw,
+};
 use crate::sku::{Expectation, SkuTable};
-use crate::verdict::{BANDWIDTH_BOUND, RowFields, is_special, median_busbw, median_of, percent};
+use crate::units::{gbs, pct, size};
 
 /// The verdict and the gate's figure.
 pub(crate) struct Judged {
@@ -98,11 +101,11 @@ pub(crate) fn judge(
         expected_basis: None,
     };
     let Some(measured) = median_busbw(run, large) else {
-        judged.verdict = format!("{}: no rows to judge", crate::verdict::collective_name(run));
+        judged.verdict = format!("{}: no rows to judge", collective_name(run));
         return judged;
     };
     let from = large.iter().map(|&i| run.rows[i].bytes).min().unwrap_or(0);
-    let head = format!("{} ≥ {}", crate::verdict::collective_name(run), size(from));
+    let head = format!("{} ≥ {}", collective_name(run), size(from));
     let gpu = hw
         .gpu
         .as_ref()
@@ -113,7 +116,7 @@ pub(crate) fn judge(
     let latency_bound = largest < BANDWIDTH_BOUND;
     match is_special(ceiling) {
         Some(Scope::OneRank) if latency_bound => {
-            let algbw = crate::verdict::median_of_algbw(run, large);
+            let algbw = median_of_algbw(run, large);
             judged.verdict = format!(
                 "{head}: one rank, algbw {} — a device-local copy, and too small to judge: the \
                  largest size, {}, is bound by latency (compare from {} up)",
@@ -124,11 +127,11 @@ pub(crate) fn judge(
             return judged;
         }
         Some(Scope::OneRank) => {
-            let algbw = crate::verdict::median_of_algbw(run, large);
+            let algbw = median_of_algbw(run, large);
             let of = ceiling
                 .and_then(|c| c.algbw_gbs)
                 .and_then(|c| algbw.map(|a| a / c * 100.0))
-                .map(|p| format!(", {} of half the memory speed (HBM/2)", percent(p)))
+                .map(|p| format!(", {} of half the memory speed (HBM/2)", pct(p)))
                 .unwrap_or_default();
             judged.verdict = format!(
                 "{head}: one rank, algbw {}{of} — a device-local copy, no interconnect: busbw is not a link figure here",
@@ -149,7 +152,7 @@ pub(crate) fn judge(
     let of_model = median_of(rows, large, |r| r.percent_of_model);
     if latency_bound {
         let model = of_model
-            .map(|p| format!(", {} of NCCL's model", percent(p)))
+            .map(|p| format!(", {} of NCCL's model", pct(p)))
             .unwrap_or_default();
         judged.percent_of_expected = of_model;
         judged.expected_basis = of_model.map(|_| model_basis(rows, large));
@@ -166,17 +169,13 @@ pub(crate) fn judge(
     let of_expected = median_of(rows, large, |r| r.percent_of_expected);
     let mut parts = vec![format!("busbw {}", gbs(measured))];
     if let Some(p) = of_model {
-        parts.push(format!("{} of NCCL's model", percent(p)));
+        parts.push(format!("{} of NCCL's model", pct(p)));
     }
     if let (Some(p), Some(c)) = (of_ceiling, ceiling) {
-        parts.push(format!("{} of the {} ceiling", percent(p), c.limit));
+        parts.push(format!("{} of the {} ceiling", pct(p), c.limit));
     }
     if let (Some(p), Some(e)) = (of_expected, expectation) {
-        parts.push(format!(
-            "{} of the published {}",
-            percent(p),
-            gbs(e.busbw_gbs)
-        ));
+        parts.push(format!("{} of the published {}", pct(p), gbs(e.busbw_gbs)));
         judged.percent_of_expected = Some(p);
         judged.expected_basis = Some(format!(
             "the SKU table's {} ({})",
@@ -221,7 +220,7 @@ pub(crate) fn judge(
             .map(|e| {
                 format!(
                     "{} of the {} published for {}",
-                    percent(measured / e.busbw_gbs * 100.0),
+                    pct(measured / e.busbw_gbs * 100.0),
                     gbs(e.busbw_gbs),
                     e.network.as_deref().unwrap_or("another network")
                 )

@@ -17,7 +17,9 @@ mod nics;
 mod nvml;
 pub mod observed;
 pub mod render;
+mod rows;
 pub mod sku;
+mod units;
 pub mod verdict;
 
 pub use hardware::{Hardware, probe};

@@ -3,13 +3,59 @@
 //! `class/net/*` (`speed` in Mb/s, `operstate`), leaving out loopback, virtual interfaces
 //! (no `device` link) and the network interfaces of RDMA devices (counted as their ports).
 //! The file layouts are the kernel's ABI (Documentation/ABI/stable/sysfs-class-infiniband and
-//! Documentation/ABI/testing/sysfs-class-net).
+//! Documentation/ABI/testing/sysfs-class-net). The port types ([`Nic`], [`NicKind`]) live here,
+//! below [`crate::hardware`], which re-exports them.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use crate::hardware::{Nic, NicKind};
+use serde::{Deserialize, Serialize};
+
+/// What kind of network adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NicKind {
+    /// An RDMA port whose link layer is InfiniBand.
+    Ib,
+    /// An RDMA port whose link layer is Ethernet (RoCE).
+    Roce,
+    /// An AWS Elastic Fabric Adapter (driver `efa`).
+    Efa,
+    /// A plain Ethernet interface (NCCL's socket transport).
+    Ethernet,
+}
+
+impl NicKind {
+    /// Whether NCCL reaches it through its RDMA transport or a net plugin (not sockets).
+    pub fn is_rdma(self) -> bool {
+        !matches!(self, NicKind::Ethernet)
+    }
+
+    /// Name for the lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            NicKind::Ib => "InfiniBand",
+            NicKind::Roce => "RoCE",
+            NicKind::Efa => "EFA",
+            NicKind::Ethernet => "Ethernet",
+        }
+    }
+}
+
+/// One network port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Nic {
+    /// Device (`mlx5_0`, `efa_0`) or interface (`eth0`) name; RDMA ports as `mlx5_0:1`.
+    pub name: String,
+    /// Kind.
+    pub kind: NicKind,
+    /// Link rate in Gb/s (0 when unknown or down).
+    pub rate_gbps: f64,
+    /// The port is up (`ACTIVE`, or operstate `up`).
+    pub active: bool,
+    /// NUMA node of its PCI device, when sysfs tells (-1 there means none).
+    pub numa_node: Option<i32>,
+}
 
 /// The adapters under `sysfs_root`, and notes on what could not be read.
 pub fn read(sysfs_root: &Path) -> (Vec<Nic>, Vec<String>) {

@@ -93,6 +93,37 @@ pub enum Path {
     Network(Net),
 }
 
+impl Path {
+    /// The transport path in words (explain's lines and the CSV's `path` cell).
+    pub fn in_words(&self) -> String {
+        match self {
+            Path::Unknown => "path unknown".into(),
+            Path::IntraNode => "inside the node".into(),
+            Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
+            Path::Network(Net::Socket) => "network: sockets".into(),
+            Path::Network(Net::SocketDeduced(why)) => {
+                format!("network: sockets (not reported by NCCL; {why})")
+            }
+            Path::Network(Net::IbDeduced(why)) => {
+                format!("network: InfiniBand/RoCE (not reported by NCCL; {why})")
+            }
+            Path::Network(Net::Unreported) => {
+                "network: InfiniBand/RoCE or sockets (NCCL's transports \
+                 report themselves only in NCCL builds with NET_PROFILER=1)"
+                    .into()
+            }
+            Path::Network(Net::Plugin(Some(n))) => format!("network: net plugin {n}"),
+            Path::Network(Net::PluginLoaded(lib)) => format!(
+                "network: not reported by NCCL; net plugin {lib} is loaded (NCCL uses it unless its \
+                 start failed, and then its own InfiniBand/RoCE or sockets)"
+            ),
+            Path::Network(Net::Plugin(None)) => {
+                "network: a net plugin (its events name no transport explain knows)".into()
+            }
+        }
+    }
+}
+
 /// Which network, as far as NCCL's events tell or, where they are silent, what the
 /// configuration leaves (NCCL's own InfiniBand and socket transports report events only when
 /// NCCL is built with `NET_PROFILER=1`, which the released packages are not).
@@ -177,7 +208,7 @@ impl Seen {
             s.algo.clone().unwrap_or_default(),
             s.proto.clone().unwrap_or_default(),
             s.channels.map(|c| c.to_string()).unwrap_or_default(),
-            crate::render::path(&s.path),
+            s.path.in_words(),
             s.predicted_us().map(|v| format!("{v}")).unwrap_or_default(),
         ]
     }

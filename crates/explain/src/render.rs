@@ -1,68 +1,14 @@
-//! Formatting helpers for the lines: sizes, bandwidths, percentages, and the per-size lines
-//! that group consecutive rows where NCCL made the same choice.
+//! The per-size lines that group consecutive rows where NCCL made the same choice, and the
+//! number formatting of every line (re-exported from the crate's lowest layer). Below the
+//! verdict, which calls it; above the observed facts and the per-row fields it reads.
 
-use crate::observed::{Net, Path, Row};
-use crate::verdict::RowFields;
+use crate::observed::{Path, Row};
+use crate::rows::RowFields;
+pub use crate::units::{gbs, pct, size};
 
-/// `1 GiB`, `512 MiB`, `8 B`: the largest binary unit that divides evenly, else one decimal.
-pub fn size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-/// A bandwidth in GB/s with sensible digits.
-pub fn gbs(v: f64) -> String {
-    if !v.is_finite() {
-        "n/a".into()
-    } else if v >= 100.0 {
-        format!("{v:.0} GB/s")
-    } else if v >= 10.0 {
-        format!("{v:.1} GB/s")
-    } else {
-        format!("{v:.2} GB/s")
-    }
-}
-
-/// A percentage, whole.
-pub fn pct(v: f64) -> String {
-    format!("{v:.0} %")
-}
-
-/// The transport path in words.
+/// The transport path in words ([`Path::in_words`]).
 pub fn path(p: &Path) -> String {
-    match p {
-        Path::Unknown => "path unknown".into(),
-        Path::IntraNode => "inside the node".into(),
-        Path::Network(Net::Ib) => "network: InfiniBand/RoCE".into(),
-        Path::Network(Net::Socket) => "network: sockets".into(),
-        Path::Network(Net::SocketDeduced(why)) => {
-            format!("network: sockets (not reported by NCCL; {why})")
-        }
-        Path::Network(Net::IbDeduced(why)) => {
-            format!("network: InfiniBand/RoCE (not reported by NCCL; {why})")
-        }
-        Path::Network(Net::Unreported) => "network: InfiniBand/RoCE or sockets (NCCL's transports \
-             report themselves only in NCCL builds with NET_PROFILER=1)"
-            .into(),
-        Path::Network(Net::Plugin(Some(n))) => format!("network: net plugin {n}"),
-        Path::Network(Net::PluginLoaded(lib)) => format!(
-            "network: not reported by NCCL; net plugin {lib} is loaded (NCCL uses it unless its \
-             start failed, and then its own InfiniBand/RoCE or sockets)"
-        ),
-        Path::Network(Net::Plugin(None)) => {
-            "network: a net plugin (its events name no transport explain knows)".into()
-        }
-    }
+    p.in_words()
 }
 
 /// `a–b` for a range of values, `a` when they agree.
@@ -146,7 +92,7 @@ pub fn size_lines(rows: &[Row], fields: &[RowFields]) -> Vec<String> {
 /// A row with NCCL's model but not its profiler's report (NCCL 2.22, or a profiler of the
 /// user's): no algorithm, protocol or path.
 fn model_only(r: &RowFields) -> bool {
-    r.algo.is_none() && r.proto.is_none() && r.path == path(&Path::Unknown)
+    r.algo.is_none() && r.proto.is_none() && r.path == Path::Unknown.in_words()
 }
 
 #[cfg(test)]

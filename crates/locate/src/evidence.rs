@@ -276,5 +276,16 @@ impl JobCheck {
     }
 }
 
+/// How a verdict of the larger groups begins (both schedules of larger groups, halves and
+/// leave-one-out): the job against its pairs, when it was measured.
+pub(crate) fn job_lead(job: Option<&JobCheck>) -> String {
+    job.map_or(String::new(), |j| {
+        format!(
+            "the full job ran at {:.2}x of its pairs, which named nobody; ",
+            j.ratio
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests;

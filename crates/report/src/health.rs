@@ -366,7 +366,55 @@ pub fn location(run: &Run) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::problem_lines;
+    use crate::parse::{ParseOptions, parse_log};
+    use crate::run::Run;
     use nccl_perf_facts::{BENCHMARKS, BusFactor};
+
+    /// The first 11 lines of a complete v2.19.6 test (one GPU): it stops after its first row.
+    const CUT_AFTER_ONE_ROW: &str = "\
+# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 4(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1402 on         vm device  0 [0000:00:06] NVIDIA H200
+#
+#                                                              out-of-place                       in-place          
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong 
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         
+        1024           256     float     sum      -1     7.87    0.13    0.00       0     0.44    2.33    0.00       0
+";
+
+    fn one(text: &str) -> Run {
+        let runs =
+            parse_log(text, "test.log", &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(runs.len(), 1, "{runs:#?}");
+        runs.into_iter().next().unwrap_or_else(|| panic!("one run"))
+    }
+
+    #[test]
+    fn a_truncated_log_says_where_it_stopped() {
+        let problems = problem_lines(&one(CUT_AFTER_ONE_ROW));
+        assert!(
+            problems[0]
+                .contains("no footer: the test stopped after 1 row(s) (the log ends at line 11"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn invalid_number_of_gpus_is_the_failure() {
+        let log = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 99 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n# Using devices\nInvalid number of GPUs: 297 requested but only 8 were found.\n .. nccl-badgpus pid 49: Test failure common.cu:1454\nPlease check the number of processes and GPUs per process.\n";
+        let run = one(log);
+        let problems = problem_lines(&run);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("error: Invalid number of GPUs: 297 requested")),
+            "{problems:?}"
+        );
+    }
 
     /// [`super::ranks_from_bandwidth`] inverts 2(n-1)/n and (n-1)/n and takes 1 for no answer:
     /// every factor of the benchmark table is one of these (a new form fails to compile here).

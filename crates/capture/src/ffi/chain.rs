@@ -115,7 +115,7 @@ pub(crate) struct Context {
 
 impl Chained {
     /// The version NCCL would have picked from this library through `entry`.
-    fn version(&self, entry: Entry) -> Option<u8> {
+    pub(crate) fn version(&self, entry: Entry) -> Option<u8> {
         match entry {
             Entry::V5 if self.v5.is_some() => Some(5),
             Entry::V5 | Entry::V4 if self.v4.is_some() => Some(4),
@@ -227,32 +227,25 @@ impl Chained {
     }
 }
 
+/// A chained tuner of these tables, as if found in `libnccl-tuner-x.so` (tests).
+#[cfg(test)]
+pub(crate) fn of_tables(
+    v5: Option<&'static TunerV5>,
+    v4: Option<&'static TunerV4>,
+    v3: Option<&'static TunerV3>,
+) -> Chained {
+    Chained {
+        library: "libnccl-tuner-x.so".into(),
+        name: "x".into(),
+        v5,
+        v4,
+        v3,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The table NCCL would have taken from a library, per entry of ours.
-    #[test]
-    fn each_entry_calls_what_nccl_would_have_called() {
-        let lib = |v5, v4, v3| Chained {
-            library: "libnccl-tuner-x.so".into(),
-            name: "x".into(),
-            v5,
-            v4,
-            v3,
-        };
-        let v4 = Some(&crate::tuner::ncclTunerPlugin_v4.0);
-        let v3 = Some(&crate::tuner::ncclTunerPlugin_v3.0);
-        let only_v4 = lib(None, v4, None);
-        assert_eq!(only_v4.version(Entry::V5), Some(4));
-        assert_eq!(only_v4.version(Entry::V4), Some(4));
-        assert!(!only_v4.serves(Entry::V3), "NCCL 2.23 knows no v4");
-        let both = lib(None, v4, v3);
-        assert_eq!(both.version(Entry::V3), Some(3));
-        assert_eq!(both.version(Entry::V4), Some(4));
-        let only_v5 = lib(Some(&crate::tuner::ncclTunerPlugin_v5.0), None, None);
-        assert!(!only_v5.serves(Entry::V4));
-    }
 
     #[test]
     fn libraries_without_a_tuner_table_are_refused() {

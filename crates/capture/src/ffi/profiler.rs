@@ -8,8 +8,8 @@
 //! none can panic across the C boundary.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::window;
 use crate::abi::{
     self, Body, DescrV4, DescrV5, INTERNAL_ERROR, Logger, NcclResult, ProfilerV4, ProfilerV5,
     SUCCESS, event, net_type,
@@ -71,7 +71,7 @@ pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int) -> NcclRe
     if context.is_null() {
         return INTERNAL_ERROR;
     }
-    store::register_mask(mask);
+    window::register_mask(mask);
     let ctx = Box::new(Context {
         mask: mask as usize,
     });
@@ -112,7 +112,7 @@ pub(crate) unsafe extern "C" fn finalize(context: *mut c_void) -> NcclResult {
     if !context.is_null() {
         // SAFETY: `context` is the box `init` made for this communicator, finalized once.
         let ctx = unsafe { Box::from_raw(context.cast::<Context>()) };
-        store::unregister_mask(ctx.mask);
+        window::unregister_mask(ctx.mask);
     }
     SUCCESS
 }
@@ -272,14 +272,6 @@ pub(crate) unsafe extern "C" fn record_state(
     _args: *const c_void,
 ) -> NcclResult {
     SUCCESS
-}
-
-/// Writes `value` into NCCL's activation mask at `ptr` (the store's arming and disarming).
-pub(crate) fn store_mask(ptr: *mut i32, value: i32) {
-    // SAFETY: `ptr` is NCCL's mask variable, handed to `init` and valid while the library is
-    // loaded (it is a global of libnccl, which stays loaded for the program's life); NCCL
-    // reads it with relaxed atomic loads, so it is written atomically.
-    unsafe { AtomicI32::from_ptr(ptr) }.store(value, Ordering::Relaxed);
 }
 
 #[cfg(test)]

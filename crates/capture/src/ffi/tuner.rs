@@ -378,4 +378,21 @@ mod tests {
         assert_eq!(taken.costs.len(), 1);
         assert_eq!(taken.costs[0].func, "function -5");
     }
+
+    /// The table NCCL would have taken from a library, per entry of ours.
+    #[test]
+    fn each_entry_calls_what_nccl_would_have_called() {
+        let lib = chain::of_tables;
+        let v4 = Some(&ncclTunerPlugin_v4.0);
+        let v3 = Some(&ncclTunerPlugin_v3.0);
+        let only_v4 = lib(None, v4, None);
+        assert_eq!(only_v4.version(Entry::V5), Some(4));
+        assert_eq!(only_v4.version(Entry::V4), Some(4));
+        assert!(!only_v4.serves(Entry::V3), "NCCL 2.23 knows no v4");
+        let both = lib(None, v4, v3);
+        assert_eq!(both.version(Entry::V3), Some(3));
+        assert_eq!(both.version(Entry::V4), Some(4));
+        let only_v5 = lib(Some(&ncclTunerPlugin_v5.0), None, None);
+        assert!(!only_v5.serves(Entry::V4));
+    }
 }

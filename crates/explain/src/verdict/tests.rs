@@ -1,6 +1,6 @@
 use super::*;
 use crate::hardware::{Gpu, Nic, NicKind, NvLink};
-use crate::observed::{Model, RankDevice, Seen};
+use crate::observed::{Model, Net, Path, RankDevice, Row, Seen};
 use nccl_perf_facts::benchmarks::ALL_REDUCE;
 
 fn hw(links: u32, nics: Vec<(NicKind, f64)>) -> Hardware {

@@ -13,7 +13,7 @@
 //! [`LeaveOut`] runs the job without each node in turn instead (N rounds).
 
 use super::super::bisect::result_word;
-use super::super::evidence::JobCheck;
+use super::super::evidence::{JobCheck, job_lead};
 use super::super::judge::State;
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject};
 use super::super::topology::Topology;
@@ -204,16 +204,6 @@ impl Larger {
             }
         }
     }
-}
-
-/// How a verdict of the larger groups begins: the job against its pairs, when it was measured.
-pub(super) fn job_lead(job: Option<&JobCheck>) -> String {
-    job.map_or(String::new(), |j| {
-        format!(
-            "the full job ran at {:.2}x of its pairs, which named nobody; ",
-            j.ratio
-        )
-    })
 }
 
 /// The larger groups of a job: halves from 6 nodes, the job without each node at 4 or 5.

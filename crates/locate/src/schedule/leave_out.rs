@@ -7,13 +7,12 @@
 //! each of them below the clear margin `1 − min-drop/2`); otherwise the readings are given and
 //! nobody is named.
 
-use super::super::evidence::JobCheck;
+use super::super::evidence::{JobCheck, job_lead};
 use super::super::judge::State;
 use super::super::round::{Phase, Role, Round, RoundBuilder, Subject, hosts};
 use super::super::stats::median;
 use super::super::topology::Topology;
 use super::super::verdict::{Culprit, Verdict, span};
-use super::larger::job_lead;
 use super::{Conclusion, Context};
 
 /// The fewest nodes: with 3, the job without one node is a pair.
