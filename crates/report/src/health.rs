@@ -404,6 +404,20 @@ mod tests {
     }
 
     #[test]
+    fn a_hung_run_says_the_hang_watch_ended_it() {
+        let log = format!(
+            "{CUT_AFTER_ONE_ROW}vnode0: hang: rank 2 (vnode2, pid 77) never started operation 30 of the run\n"
+        );
+        let problems = problem_lines(&one(&log));
+        assert!(
+            problems[0].contains(
+                "no footer: the test stopped after 1 row(s) (the hang watch ended it: hang: rank 2 (vnode2"
+            ),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
     fn invalid_number_of_gpus_is_the_failure() {
         let log = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 99 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n# Using devices\nInvalid number of GPUs: 297 requested but only 8 were found.\n .. nccl-badgpus pid 49: Test failure common.cu:1454\nPlease check the number of processes and GPUs per process.\n";
         let run = one(log);

@@ -1,7 +1,6 @@
 //! Unit tests of the JSON writer (the golden comparison is in `tests/golden_json.rs`).
 
 use super::*;
-use crate::formats::{Format, Json};
 use crate::numbers::NO_ROWS_AVERAGE;
 use crate::{HalfResult, PerIterStats, Step};
 use serde_json::{Value, json};
@@ -102,10 +101,6 @@ fn open_exclusive_numbers_existing_files() {
     assert_eq!(p0, path);
     assert_eq!(p1, dir.join("out.json.0"));
     assert_eq!(p2, dir.join("out.json.1"));
-    assert_eq!(
-        Json.writing_line(&p1),
-        format!("# Writing JSON output to {}\n", p1.display())
-    );
     let missing = dir.join("no-such-dir").join("x.json");
     let err = open_exclusive(&missing).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
