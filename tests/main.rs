@@ -23,6 +23,8 @@ mod engines;
 mod env_faults;
 mod json_secrets;
 mod mpilib;
+// Every output file: never through a link, never into a pipe, never in place.
+mod output_files;
 // Needs the test hooks (cargo feature `test-hooks`) that release builds leave out.
 #[cfg(feature = "test-hooks")]
 mod rank_faults;

@@ -7,7 +7,6 @@ use super::output::Output;
 use crate::error::code;
 use crate::options::{HealthOptions, Options};
 use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
-use std::path::Path;
 
 /// The percentage of the expected busbw below which a collective is slow: `--explain-gate`'s
 /// when given, else 90.
@@ -39,7 +38,7 @@ pub(super) fn conclude(
     let mut written = true;
     let mut write = |path: &Option<std::path::PathBuf>, text: String| {
         if let Some(p) = path
-            && let Err(e) = write_file(p, &text)
+            && let Err(e) = crate::report::output_file::replace(p, text.as_bytes())
         {
             crate::eline!("{}: cannot write {}: {e}", out.info().program, p.display());
             written = false;
@@ -51,13 +50,4 @@ pub(super) fn conclude(
         (Verdict::Slow | Verdict::Wrong, _) | (_, false) => code::NUM_RESULTS,
         _ => code::OK,
     }
-}
-
-/// Writes `text` to `path` through a temporary file beside it, renamed over it: a reader (the
-/// textfile collector) never sees half a file.
-fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
