@@ -22,6 +22,8 @@ mod dry_run_text;
 mod engines;
 mod env_faults;
 mod json_secrets;
+// The launcher-library search against libraries planted by another user.
+mod library_search;
 mod mpilib;
 // Every output file: never through a link, never into a pipe, never in place.
 mod output_files;

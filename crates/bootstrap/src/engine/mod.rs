@@ -14,6 +14,7 @@ mod on_thread;
 mod pmi1;
 mod pmi2;
 mod pmix;
+pub mod search;
 #[cfg(test)]
 mod test_env;
 
@@ -77,11 +78,12 @@ pub trait Engine {
 /// that does not exist, or why it did not open). Absolute paths are checked for existence
 /// first; bare names go to the loader's search.
 fn first_opened<L>(
-    places: &[std::path::PathBuf],
+    (places, notes): (Vec<std::path::PathBuf>, Vec<String>),
     open: impl Fn(&std::path::Path) -> std::result::Result<L, String>,
 ) -> std::result::Result<(L, String), Vec<String>> {
+    search::say_once(&notes);
     let mut tried = Vec::new();
-    for p in places {
+    for p in &places {
         if p.is_absolute() && !p.exists() {
             tried.push(p.display().to_string());
             continue;
