@@ -22,6 +22,8 @@ mod dry_run_text;
 mod engines;
 mod env_faults;
 mod json_secrets;
+// Launcher variables a stale environment can carry.
+mod launcher_env;
 // The launcher-library search against libraries planted by another user.
 mod library_search;
 mod mpilib;

@@ -238,6 +238,14 @@ fn hostile_engine_variables_are_one_line_errors() {
         ),
         (vec![("PMI_FD", "987654")], "not an open file descriptor"),
         (
+            vec![("PMI_FD", "2")],
+            "PMI_FD=2 is this process' standard error, not a launcher's socket",
+        ),
+        (
+            vec![("PMI_FD", "1")],
+            "PMI_FD=1 is this process' standard output, not a launcher's socket",
+        ),
+        (
             vec![("PMI_FD", "0"), ("PMI_RANK", "x")],
             "PMI_RANK='x' is not a number",
         ),
