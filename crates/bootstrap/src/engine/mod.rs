@@ -417,11 +417,12 @@ pub fn form(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
         (Err(e), Ok(())) => Err(e),
         // The engine is past a clean goodbye: ask the launcher to end the job, so that nobody
         // waits for this process. The launcher may kill this process at once: say why first.
+        // Said once: the caller ends with it without saying it again.
         (Err(e), Err(_)) => {
             nccl_perf_facts::eline!("{}: {e}", crate::local::short_hostname());
             engine.grace(GOODBYE);
             engine.abort(1, &e.to_string());
-            Err(e)
+            Err(Error::Said(Box::new(e)))
         }
     }
 }

@@ -390,6 +390,8 @@ fn a_broken_engine_is_finalized_then_aborted_and_its_error_kept() {
     let mut b = Broken(Vec::new());
     let e = form(&mut b, &base).err().unwrap();
     assert!(timed_out(&e), "{e:?}");
+    // Said before the abort, so marked said: the caller does not say it again.
+    assert!(matches!(e, Error::Said(_)), "{e:?}");
     assert_eq!(b.0, ["grace", "finalize", "grace", "abort"]);
 }
 
@@ -524,7 +526,7 @@ fn a_library_whose_job_is_not_the_launchers_is_refused() {
 /// A launch given up at its deadline (exit 4).
 fn timed_out(e: &Error) -> bool {
     matches!(
-        e,
+        e.inner(),
         Error::Peers {
             timed_out: true,
             ..
