@@ -147,9 +147,12 @@ fn variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
                 return format!("{} unset", v.name);
             };
             if v.name == ALLTOALLV_MATRIX_FILE.name {
-                return match std::fs::read(&value) {
-                    Ok(bytes) => format!("{}={}", v.name, digest(&bytes)),
-                    Err(_) => format!("{} unreadable", v.name),
+                // Only a regular file is read (a pipe would block the launch check); what
+                // cannot be read is said by alltoallv itself.
+                let regular = std::fs::metadata(&value).is_ok_and(|m| m.is_file());
+                return match regular.then(|| std::fs::read(&value)) {
+                    Some(Ok(bytes)) => format!("{}={}", v.name, digest(&bytes)),
+                    _ => format!("{} unreadable", v.name),
                 };
             }
             let plain = value.len() <= 64 && value.bytes().all(|b| (b' '..=b'~').contains(&b));
