@@ -477,6 +477,37 @@ fn ranks_that_differ_in_a_variable_that_shapes_the_run_stop_the_launch() {
 }
 
 #[test]
+fn processes_that_joined_rank_0_do_not_exit_0_when_its_own_check_fails_afterwards() {
+    // Rank 0 alone reads the --explain-sku table, after every process has joined and the
+    // launch has been agreed: its failure must reach them (issue 51, item 8).
+    let dir = programs::scratch("rank0-check");
+    let table = dir.join("bad.sku");
+    std::fs::write(&table, "garbage\n").unwrap();
+    let table = table.display().to_string();
+    let port = programs::free_port();
+    let start = Instant::now();
+    let args = ["-b", "1M", "-e", "1M", "--explain", "--explain-sku", &table];
+    let children: Vec<Child> = (0..4).map(|r| rank(BIN, r, 4, port, &[], &args)).collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| finish(c, start, limit()).0)
+        .collect();
+    let err = stderr0(&outs);
+    assert_eq!(outs[0].status.code(), Some(255), "{err}");
+    assert!(err.contains("--explain-sku: "), "{err}");
+    for o in &outs[1..] {
+        let e = text(&o.stderr);
+        assert!(
+            !matches!(o.status.code(), Some(0) | None),
+            "a process that joined exited {:?}: {e}",
+            o.status.code()
+        );
+        assert!(e.contains("rank 0 stopped the run: --explain-sku: "), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_rank_that_dies_before_the_others_arrive_is_named_at_once() {
     let port = programs::free_port();
     let start = Instant::now();
