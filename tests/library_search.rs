@@ -90,7 +90,7 @@ fn a_relative_path_entry_never_leads_to_a_library() {
     let Some(mark) = plant(&root, "libpmix.so.2", 0o755) else {
         return;
     };
-    for path in [".", "./", "shared/../shared"] {
+    for path in [".", "./", "shared"] {
         let cwd = if path.starts_with("shared") {
             root.clone()
         } else {
