@@ -22,7 +22,13 @@ mod dry_run_text;
 mod engines;
 mod env_faults;
 mod json_secrets;
+// Launcher variables a stale environment can carry.
+mod launcher_env;
+// The launcher-library search against libraries planted by another user.
+mod library_search;
 mod mpilib;
+// Every output file: never through a link, never into a pipe, never in place.
+mod output_files;
 // Needs the test hooks (cargo feature `test-hooks`) that release builds leave out.
 #[cfg(feature = "test-hooks")]
 mod rank_faults;

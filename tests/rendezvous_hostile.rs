@@ -410,11 +410,17 @@ fn a_rank_with_the_wrong_key_is_refused_and_named_at_the_timeout() {
 /// A launch whose rank 3 runs `bin` with `args`: every process stops with exit 6, and rank 0
 /// names the difference.
 fn mismatch(bin: &str, args: &[&str], expect: &str) {
+    mismatch_with(bin, args, &[], expect);
+}
+
+/// [`mismatch`] with `env` added to rank 3's environment.
+fn mismatch_with(bin: &str, args: &[&str], env: &[(&str, &str)], expect: &str) {
     let port = programs::free_port();
     let start = Instant::now();
     let id = [("TORCHELASTIC_RUN_ID", "job-m")];
     let mut children: Vec<Child> = (0..3).map(|r| rank(BIN, r, 4, port, &id, &[])).collect();
-    children.push(rank(bin, 3, 4, port, &id, args));
+    let env3: Vec<(&str, &str)> = id.iter().chain(env).copied().collect();
+    children.push(rank(bin, 3, 4, port, &env3, args));
     let outs: Vec<Output> = children
         .into_iter()
         .map(|c| finish(c, start, limit()).0)
@@ -449,6 +455,56 @@ fn ranks_that_differ_in_options_or_binary_stop_the_launch() {
         &["-b", "1M", "-e", "1M"],
         "rank 3 runs broadcast_perf; rank 0 runs all_reduce_perf",
     );
+}
+
+#[test]
+fn ranks_that_differ_in_a_variable_that_shapes_the_run_stop_the_launch() {
+    // In a real run rank 3 would call another bootstrap collective than the others.
+    mismatch_with(
+        BIN,
+        &[],
+        &[("NCCL_PERF_INIT_ROOTS", "2")],
+        "rank 3 runs all_reduce_perf NCCL_PERF_INIT_ROOTS=2; \
+         rank 0 runs all_reduce_perf NCCL_PERF_INIT_ROOTS unset",
+    );
+    mismatch_with(
+        BIN,
+        &[],
+        &[("NCCL_TESTS_SPLIT", "MOD 2")],
+        "rank 3 runs all_reduce_perf NCCL_TESTS_SPLIT=MOD 2; \
+         rank 0 runs all_reduce_perf NCCL_TESTS_SPLIT unset",
+    );
+}
+
+#[test]
+fn processes_that_joined_rank_0_do_not_exit_0_when_its_own_check_fails_afterwards() {
+    // Rank 0 alone reads the --explain-sku table, after every process has joined and the
+    // launch has been agreed: its failure must reach them (issue 51, item 8).
+    let dir = programs::scratch("rank0-check");
+    let table = dir.join("bad.sku");
+    std::fs::write(&table, "garbage\n").unwrap();
+    let table = table.display().to_string();
+    let port = programs::free_port();
+    let start = Instant::now();
+    let args = ["-b", "1M", "-e", "1M", "--explain", "--explain-sku", &table];
+    let children: Vec<Child> = (0..4).map(|r| rank(BIN, r, 4, port, &[], &args)).collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| finish(c, start, limit()).0)
+        .collect();
+    let err = stderr0(&outs);
+    assert_eq!(outs[0].status.code(), Some(255), "{err}");
+    assert!(err.contains("--explain-sku: "), "{err}");
+    for o in &outs[1..] {
+        let e = text(&o.stderr);
+        assert!(
+            !matches!(o.status.code(), Some(0) | None),
+            "a process that joined exited {:?}: {e}",
+            o.status.code()
+        );
+        assert!(e.contains("rank 0 stopped the run: --explain-sku: "), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

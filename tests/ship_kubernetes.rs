@@ -2,6 +2,7 @@
 //! need: the indexed Job, the MPIJob, the fabric variants, and the GKE A4X Max image.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 use crate::shipped::*;
@@ -304,6 +305,60 @@ fn indexed_job_has_what_the_job_controller_and_the_bootstrap_need() {
         .collect();
     let g = args.iter().position(|a| *a == "-g").expect("-g");
     assert_eq!(args[g + 1], gpus.to_string());
+}
+
+#[test]
+fn open_launches_take_their_rendezvous_key_from_a_secret() {
+    // The Indexed Jobs meet over the environment bootstrap, whose rendezvous anyone on the pod
+    // network could join without a secret (docs/security.md); Kubernetes gives one for free.
+    for file in [
+        "indexed-job.yaml",
+        "indexed-job-efa.yaml",
+        "indexed-job-rdma.yaml",
+        "indexed-job-gke.yaml",
+    ] {
+        let docs = yaml_documents(file);
+        let job = docs
+            .iter()
+            .find(|d| y_str(d, "kind") == "Job")
+            .unwrap_or_else(|| panic!("{file}: no Job"));
+        let pod = y(job, "spec.template.spec");
+        let container = y(pod, "containers.0");
+        let env = env_of(container);
+        assert!(
+            !env.contains_key("NCCL_PERF_RENDEZVOUS_KEY"),
+            "{file}: a key in the open"
+        );
+        let key_file = env
+            .get("NCCL_PERF_RENDEZVOUS_KEY_FILE")
+            .unwrap_or_else(|| panic!("{file}: no NCCL_PERF_RENDEZVOUS_KEY_FILE"));
+        let mounts = y(container, "volumeMounts").as_sequence().expect("mounts");
+        let mount = mounts
+            .iter()
+            .find(|m| key_file.starts_with(&format!("{}/", y_str(m, "mountPath"))))
+            .unwrap_or_else(|| panic!("{file}: {key_file} is on no mounted volume"));
+        assert_eq!(y(mount, "readOnly").as_bool(), Some(true), "{file}");
+        let volume_name = y_str(mount, "name");
+        let volumes = y(pod, "volumes").as_sequence().expect("volumes");
+        let volume = volumes
+            .iter()
+            .find(|v| y_str(v, "name") == volume_name)
+            .unwrap_or_else(|| panic!("{file}: no volume {volume_name}"));
+        let secret = y_str(volume, "secret.secretName");
+        let key = key_file.rsplit('/').next().unwrap();
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/kubernetes")
+                .join(file),
+        )
+        .unwrap();
+        assert!(
+            text.contains(&format!(
+                "kubectl create secret generic {secret} --from-literal={key}="
+            )),
+            "{file}: the header says how to make the Secret {secret} with its key {key}"
+        );
+    }
 }
 
 #[test]

@@ -141,6 +141,11 @@ pub enum Error {
         /// The bootstrap's error naming the process that left or fell silent.
         lost: Box<Error>,
     },
+    /// A failure this process has said on stderr already (the bootstrap says it before asking
+    /// the launcher to end the job, which may kill the process at once): it exits as the
+    /// failure it wraps and reports nothing more.
+    #[error("{0}")]
+    Said(Box<Error>),
 }
 
 impl Error {
@@ -163,6 +168,7 @@ impl Error {
             // The shell's convention: 128 + the signal (130 for SIGINT, 143 for SIGTERM).
             Error::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
             Error::AfterLostPeer { lost, .. } => lost.exit_code(),
+            Error::Said(e) => e.exit_code(),
         }
     }
 
@@ -193,7 +199,9 @@ impl Error {
             | Error::Bootstrap { .. } => {
                 format!("{host}: {self}")
             }
-            Error::AfterLostPeer { failure, .. } | Error::Agreed(failure) => failure.render(host),
+            Error::AfterLostPeer { failure, .. }
+            | Error::Agreed(failure)
+            | Error::Said(failure) => failure.render(host),
             _ => self.to_string(),
         }
     }
@@ -203,7 +211,7 @@ impl Error {
     /// else as one line on stderr (and the lost process a failure followed). A panic was
     /// reported by the panic hook already.
     pub fn report(&self) {
-        if matches!(self, Error::Panicked) {
+        if matches!(self, Error::Panicked | Error::Said(_)) {
             return;
         }
         let host = crate::host::short_hostname();
@@ -287,6 +295,7 @@ impl From<crate::bootstrap::Error> for Error {
                 timed_out,
                 lost,
             },
+            B::Said(inner) => Error::Said(Box::new(Error::from(*inner))),
         }
     }
 }
@@ -434,6 +443,8 @@ mod tests {
             (B::Internal("gather failed".into()), 1),
             (lost(true), 4),
             (lost(false), 1),
+            (B::Said(Box::new(lost(true))), 4),
+            (B::Said(Box::new(B::Launch("wrong launch".into()))), 6),
         ] {
             let text = b.to_string();
             let e = Error::from(b);

@@ -57,6 +57,12 @@ impl Secret {
                     path: path.to_string(),
                     why,
                 };
+                // A named pipe (or a device) would block the open or the read past every
+                // deadline: only a regular file (a link to one, as a mounted Secret is) is read.
+                let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+                if !meta.is_file() {
+                    return Err(bad("not a regular file (a pipe, device or folder)".into()));
+                }
                 let f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
                 let mut text = Vec::new();
                 f.take(MAX_SECRET + 1)
@@ -307,5 +313,34 @@ mod tests {
         std::fs::write(&dir, "\n").unwrap();
         assert!(Secret::from_env(None, dir.to_str()).is_err());
         let _ = std::fs::remove_file(&dir);
+    }
+
+    #[test]
+    fn a_key_file_that_is_a_pipe_is_refused_before_it_is_opened() {
+        // The test holds the pipe open for reading and writing, so an open of it would not
+        // block, but a read would wait for the end that never comes (the test would hang).
+        let p = std::env::temp_dir().join(format!("nccl-perf-key-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(made, "mkfifo failed");
+        let _held = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        let e = Secret::from_env(None, p.to_str()).unwrap_err().to_string();
+        assert!(
+            e.ends_with("not a regular file (a pipe, device or folder)"),
+            "{e}"
+        );
+        let e = Secret::from_env(None, Some("/")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("not a regular file (a pipe, device or folder)"),
+            "{e}"
+        );
+        let _ = std::fs::remove_file(&p);
     }
 }

@@ -26,6 +26,20 @@ pub enum Error {
         /// them (rank 0 does).
         lost: Vec<usize>,
     },
+    /// An error this process has said on stderr already (before asking the launcher to end the
+    /// job, which may kill it at once): whoever ends the process with it says nothing more.
+    #[error("{0}")]
+    Said(Box<Error>),
+}
+
+impl Error {
+    /// The error itself, whether said already or not.
+    pub fn inner(&self) -> &Error {
+        match self {
+            Error::Said(e) => e.inner(),
+            e => e,
+        }
+    }
 }
 
 /// The result type of the bootstrap's steps.

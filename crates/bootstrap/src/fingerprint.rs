@@ -1,5 +1,7 @@
-//! What a process runs, in words every rank can compare: the program, the crate version and each
-//! option that shapes the run (sizes, iterations, ops, types, roots, threads and GPUs, modes).
+//! What a process runs, in words every rank can compare: the program, the crate version, each
+//! option that shapes the run (sizes, iterations, ops, types, roots, threads and GPUs, modes)
+//! and each environment variable that shapes the bootstrap or the run the same way everywhere
+//! (`nccl_perf_facts::environment::LAUNCH_WIDE`: `NCCL_PERF_INIT_ROOTS`, `NCCL_TESTS_SPLIT`...).
 //! Processes of one launch that differ here would call different collectives or sizes and hang
 //! or report wrong numbers; the first difference is named (`rank 3 runs broadcast_perf -b 1M;
 //! rank 0 runs all_reduce_perf -b 512M`). The benchmark core writes its own (bench's
@@ -8,8 +10,8 @@
 use super::peer_text;
 use serde::{Deserialize, Serialize};
 
-/// Most items a peer may send (ours has about 30).
-pub const MAX_ITEMS: usize = 64;
+/// Most items a peer may send (ours has about 60: the options and the launch-wide variables).
+pub const MAX_ITEMS: usize = 96;
 /// Longest item a peer may send.
 const MAX_ITEM: usize = 200;
 

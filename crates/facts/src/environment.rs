@@ -241,6 +241,63 @@ pub const VARIABLES: &[Variable] = &[
     TEST_SLOW,
 ];
 
+/// The variables that shape the bootstrap or the run the same way in every process: each is
+/// an item of the launch check (bench's `options/fingerprint.rs`), so a process whose value
+/// differs from rank 0's stops the launch (dry run and real) instead of calling another
+/// bootstrap collective (`NCCL_PERF_INIT_ROOTS`), forming other groups (`NCCL_TESTS_SPLIT`),
+/// falling silent (`NCCL_PERF_HEARTBEAT_TIMEOUT=0`) or sending other counts (alltoallv's).
+/// `NCCL_TESTS_ALLTOALLV_MATRIX_FILE` counts by its content (the path may differ by node).
+pub const LAUNCH_WIDE: &[Variable] = &[
+    TESTS_MIN_BW,
+    TESTS_SPLIT,
+    TESTS_SPLIT_MASK,
+    HEARTBEAT_TIMEOUT,
+    INIT_ROOTS,
+    CORRUPT,
+    ALLTOALLV_SPREAD,
+    ALLTOALLV_MATRIX_FILE,
+    ALLTOALLV_MATRIX_SCALE,
+];
+
+/// The variables each process may set its own way, each with the reason: where it meets or
+/// what it loads (paths and addresses differ by node), its own identity and GPUs, its own
+/// waits, secrets (checked by the rendezvous itself and never sent), and test hooks. Every
+/// variable of [`VARIABLES`] is in exactly one of this list and [`LAUNCH_WIDE`] (a test says
+/// so), so a new variable is placed on purpose.
+pub const PER_PROCESS: &[(Variable, &str)] = &[
+    (TESTS_DEVICE, "this process' first GPU"),
+    (
+        BOOTSTRAP,
+        "how this process meets; processes that differ do not meet",
+    ),
+    (RENDEZVOUS, "where this process meets"),
+    (PMIX_LIB, "a path on this node"),
+    (PMI2_LIB, "a path on this node"),
+    (MPI_LIB, "a path on this node"),
+    (RENDEZVOUS_PORT, "where this process meets"),
+    (RENDEZVOUS_BIND, "an address of this node"),
+    (
+        RENDEZVOUS_KEY,
+        "a secret: proved by the rendezvous itself, never sent",
+    ),
+    (
+        RENDEZVOUS_KEY_FILE,
+        "a secret's path on this node: proved by the rendezvous itself",
+    ),
+    (BOOTSTRAP_TIMEOUT, "this process' own waits"),
+    (LIBNCCL, "a path on this node"),
+    (HOSTID, "this process' host identity"),
+    (CUDA_VISIBLE_DEVICES, "this process' GPUs"),
+    (
+        ALLTOALLV_PRINT_SUMMARY,
+        "not supported: a warning, nothing else",
+    ),
+    (TRACE, "this process' own profiling lines"),
+    (TEST_STALL_MS, "a test hook, set per process on purpose"),
+    (TEST_PAUSE_MS, "a test hook, set per process on purpose"),
+    (TEST_SLOW, "a test hook"),
+];
+
 /// The launchers' variables the bootstrap reads, by launcher: (names, what they give).
 pub const LAUNCHERS: &[(&[&str], &str)] = &[
     (
@@ -280,6 +337,21 @@ pub const LAUNCHERS: &[(&[&str], &str)] = &[
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn every_variable_is_launch_wide_or_per_process_once() {
+        for v in VARIABLES {
+            let wide = LAUNCH_WIDE.iter().filter(|w| w.name == v.name).count();
+            let own = PER_PROCESS.iter().filter(|(p, _)| p.name == v.name).count();
+            assert_eq!(
+                wide + own,
+                1,
+                "{}: in LAUNCH_WIDE {wide}, PER_PROCESS {own}",
+                v.name
+            );
+        }
+        assert_eq!(LAUNCH_WIDE.len() + PER_PROCESS.len(), VARIABLES.len());
+    }
 
     #[test]
     fn names_are_unique() {

@@ -27,47 +27,12 @@ pub use env::filtered_env;
 pub use schema::{Device, ExtraLine, LogJson};
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io;
-use std::path::{Path, PathBuf};
 
 use super::{DeviceInfo, RowResult, RunInfo, Summary};
 use schema::{Config, Document, End, RowJson};
 
 /// The schema version written in `"version"`.
 pub const SCHEMA_VERSION: u32 = 3;
-
-/// How many numbered alternatives (`file.json.0`, `file.json.1`, …) [`open_exclusive`] tries.
-const MAX_ALTERNATIVES: u32 = 10_000;
-
-/// Creates `path` exclusively (it must not exist yet); if it exists, tries `path.0`, `path.1`, …
-/// Returns the open file and the path actually created. Any error other than "already exists"
-/// is returned at once.
-pub fn open_exclusive(path: &Path) -> io::Result<(File, PathBuf)> {
-    let create = |p: &Path| OpenOptions::new().write(true).create_new(true).open(p);
-    match create(path) {
-        Ok(file) => return Ok((file, path.to_path_buf())),
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        Err(_) => {}
-    }
-    for i in 0..MAX_ALTERNATIVES {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".{i}"));
-        let candidate = PathBuf::from(name);
-        match create(&candidate) {
-            Ok(file) => return Ok((file, candidate)),
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-            Err(_) => {}
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        format!(
-            "{} and its {MAX_ALTERNATIVES} numbered alternatives all exist",
-            path.display()
-        ),
-    ))
-}
 
 /// The JSON document of one run: created at the start, fed every row, rendered at the end.
 #[derive(Debug, Clone)]

@@ -5,7 +5,8 @@
 //! names every output format, `json` writes upstream's `-J` schema (version 3) and `csv` the
 //! `-J file.csv` table. The read side, used by the `nccl-perf` tool: `parse` reads text logs
 //! and `json::read` JSON files into [`run::Run`]s (`load` picks between them for a file);
-//! `markdown` renders them for documents; `health` judges them.
+//! `markdown` renders them for documents; `health` judges them. Every output file of the project
+//! (the tool's and the benchmarks') is written by `output_file`, under one set of rules.
 
 pub mod csv;
 pub mod formats;
@@ -15,6 +16,7 @@ pub mod json;
 pub mod load;
 pub mod markdown;
 pub mod numbers;
+pub mod output_file;
 pub mod parse;
 pub mod run;
 pub mod split;

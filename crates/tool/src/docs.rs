@@ -460,7 +460,7 @@ fn write_file(dir: &str, name: &str, text: &[u8]) -> Result<(), ToolError> {
         source,
     })?;
     let path = Path::new(dir).join(name);
-    std::fs::write(&path, text).map_err(|source| ToolError::Write {
+    nccl_perf_report::output_file::replace(&path, text).map_err(|source| ToolError::Write {
         path: path.display().to_string(),
         source,
     })?;

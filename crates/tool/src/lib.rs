@@ -26,6 +26,7 @@ use metric::{Half, Metric};
 use plot::{PlotOptions, plot};
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
@@ -216,6 +217,7 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
     };
     match name {
         "parse" => {
+            check_outputs([m.get_one::<String>("output")])?;
             let runs = load(&strings("LOG"))?;
             let text: String = runs
                 .iter()
@@ -299,6 +301,7 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
             })
         }
         "health" => {
+            check_outputs([m.get_one::<String>("json"), m.get_one::<String>("prom")])?;
             let runs = load(&strings("FILE"))?;
             let threshold = health_check::threshold(m.get_one::<f64>("threshold").copied())?;
             let h = health_check::summary(&runs, threshold, m.get_one::<String>("explain-sku"))?;
@@ -390,15 +393,34 @@ fn image_size(s: &str) -> Result<(u32, u32), ToolError> {
     Ok((w, h))
 }
 
-/// Writes `text` to the file, or to standard output (a closed pipe is not an error).
+/// Writes `text` to the file (replaced under `output_file`'s rules: never through a link or
+/// into a pipe), or to standard output (a closed pipe is not an error).
 fn emit(path: Option<&String>, text: &str) -> Result<(), ToolError> {
     match path {
-        Some(p) => std::fs::write(p, text).map_err(|source| ToolError::Write {
-            path: p.clone(),
-            source,
-        }),
+        Some(p) => nccl_perf_report::output_file::replace(Path::new(p), text.as_bytes()).map_err(
+            |source| ToolError::Write {
+                path: p.clone(),
+                source,
+            },
+        ),
         None => write_stdout(text.as_bytes()),
     }
+}
+
+/// Checks every output file of a command before any work ([`output_file::check_target`]):
+/// a link, pipe or folder at one of them is said at once, and nothing is written.
+///
+/// [`output_file::check_target`]: nccl_perf_report::output_file::check_target
+fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a String>>) -> Result<(), ToolError> {
+    for p in paths.into_iter().flatten() {
+        nccl_perf_report::output_file::check_target(Path::new(p)).map_err(|source| {
+            ToolError::Write {
+                path: p.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// Writes bytes to standard output (a closed pipe is not an error).

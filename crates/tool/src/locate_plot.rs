@@ -6,6 +6,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use std::path::Path;
 
 use nccl_perf_locate::json::LocateJson;
 use nccl_perf_locate::round::{Role, Subject};
@@ -97,10 +98,13 @@ pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<Stri
     }
     let _ =
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-    std::fs::File::create(output).map_err(|source| PlotError::Create {
+    // Drawn into a private folder beside the image and renamed over it (output_file's rules).
+    let create = |source| PlotError::Create {
         path: output.to_string(),
         source,
-    })?;
+    };
+    let staged = nccl_perf_report::output_file::Staged::new(Path::new(output)).map_err(create)?;
+    let file = staged.path().to_path_buf();
     let written = |e: &dyn std::fmt::Display| PlotError::Write {
         path: output.to_string(),
         message: e.to_string(),
@@ -113,14 +117,15 @@ pub fn plot(doc: &LocateJson, output: &str, size: (u32, u32)) -> Result<Vec<Stri
         if doc.verdicts.len() == 1 { "" } else { "s" }
     );
     if lower.ends_with(".svg") {
-        let root = SVGBackend::new(output, size).into_drawing_area();
+        let root = SVGBackend::new(&file, size).into_drawing_area();
         draw(&root, &title, &cells, block, &bars, doc)?;
         root.present().map_err(|e| written(&e))?;
     } else {
-        let root = BitMapBackend::new(output, size).into_drawing_area();
+        let root = BitMapBackend::new(&file, size).into_drawing_area();
         draw(&root, &title, &cells, block, &bars, doc)?;
         root.present().map_err(|e| written(&e))?;
     }
+    staged.commit().map_err(create)?;
     Ok(notes)
 }
 

@@ -92,19 +92,24 @@ pub fn plot(runs: &[Run], options: &PlotOptions) -> Result<Vec<String>, ToolErro
         path: out.to_string(),
         message,
     };
-    // The drawing backends report a missing folder as a nested error chain: find it first.
-    std::fs::File::create(out).map_err(|e| drawing(format!("cannot create the image: {e}")))?;
+    // Drawn into a private folder beside the image and renamed over it (output_file's rules);
+    // a missing folder or a link, pipe or folder at the name is said here, in one line.
+    let cannot = |e: std::io::Error| drawing(format!("cannot create the image: {e}"));
+    let staged =
+        nccl_perf_report::output_file::Staged::new(std::path::Path::new(out)).map_err(cannot)?;
+    let file = staged.path().to_path_buf();
     if lower.ends_with(".svg") {
-        let root = SVGBackend::new(out, options.size).into_drawing_area();
+        let root = SVGBackend::new(&file, options.size).into_drawing_area();
         draw(&root, &series, options)?;
         root.present().map_err(|e| drawing(e.to_string()))?;
     } else if lower.ends_with(".png") {
-        let root = BitMapBackend::new(out, options.size).into_drawing_area();
+        let root = BitMapBackend::new(&file, options.size).into_drawing_area();
         draw(&root, &series, options)?;
         root.present().map_err(|e| drawing(e.to_string()))?;
     } else {
         return Err(not_an_image());
     }
+    staged.commit().map_err(cannot)?;
     Ok(notes)
 }
 

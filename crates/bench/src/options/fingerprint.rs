@@ -6,8 +6,16 @@
 use super::{LocateOptions, Options, Roots};
 use crate::bootstrap::fingerprint::Fingerprint;
 
-/// The fingerprint of `program` run with `o`.
+/// The fingerprint of `program` run with `o` in this process' environment.
 pub fn of_run(program: &str, o: &Options) -> Fingerprint {
+    of_run_in(program, o, &|k| std::env::var(k).ok())
+}
+
+/// The fingerprint of `program` run with `o` where `env` gives the variables: the options, then
+/// each variable that shapes the run the same way everywhere ([`LAUNCH_WIDE`]).
+///
+/// [`LAUNCH_WIDE`]: crate::environment::LAUNCH_WIDE
+pub fn of_run_in(program: &str, o: &Options, env: &dyn Fn(&str) -> Option<String>) -> Fingerprint {
     // Every option, field by field: each is an item below but the `-J` file (world rank
     // 0's alone), so a new option does not compile until it is one or said not to be.
     let Options {
@@ -116,8 +124,47 @@ pub fn of_run(program: &str, o: &Options) -> Fingerprint {
             .into_iter()
             .chain(locate(o))
             .chain(std::iter::once(explain))
+            .chain(variables(env))
             .collect(),
     )
+}
+
+/// One item per launch-wide variable: `NAME=value`, `NAME unset`; a value that is long or not
+/// plain printable ASCII by its digest (`NAME=#<16 hex digits>`), so that it passes the peer's
+/// bounds unchanged; the alltoallv matrix file by its content's digest.
+fn variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    use crate::environment::{ALLTOALLV_MATRIX_FILE, LAUNCH_WIDE};
+    let digest = |bytes: &[u8]| {
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same bytes give the same digest in every process of
+        // one build (the version is an item before these).
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        bytes.hash(&mut h);
+        format!("#{:016x}", h.finish())
+    };
+    LAUNCH_WIDE
+        .iter()
+        .map(|v| {
+            let Some(value) = env(v.name) else {
+                return format!("{} unset", v.name);
+            };
+            if v.name == ALLTOALLV_MATRIX_FILE.name {
+                // Only a regular file is read (a pipe would block the launch check); what
+                // cannot be read is said by alltoallv itself.
+                let regular = std::fs::metadata(&value).is_ok_and(|m| m.is_file());
+                return match regular.then(|| std::fs::read(&value)) {
+                    Some(Ok(bytes)) => format!("{}={}", v.name, digest(&bytes)),
+                    _ => format!("{} unreadable", v.name),
+                };
+            }
+            let plain = value.len() <= 64 && value.bytes().all(|b| (b' '..=b'~').contains(&b));
+            if plain {
+                format!("{}={value}", v.name)
+            } else {
+                format!("{}={}", v.name, digest(value.as_bytes()))
+            }
+        })
+        .collect()
 }
 
 /// `--locate` and the options every process must share to plan the same rounds (the JSON
@@ -217,6 +264,54 @@ mod tests {
                 "rank 5 runs all_reduce_perf version 0.0.9; rank 0 runs all_reduce_perf version {}",
                 env!("CARGO_PKG_VERSION")
             )
+        );
+    }
+
+    #[test]
+    fn a_launch_wide_variable_that_differs_is_the_difference_named() {
+        let o = Options::default();
+        let none = |_: &str| None;
+        let roots = |k: &str| (k == "NCCL_PERF_INIT_ROOTS").then(|| "4".to_string());
+        let a = of_run_in("all_reduce_perf", &o, &none);
+        let b = of_run_in("all_reduce_perf", &o, &roots);
+        assert_eq!(
+            difference(0, &a, 2, &b).unwrap(),
+            "rank 2 runs all_reduce_perf NCCL_PERF_INIT_ROOTS=4; \
+             rank 0 runs all_reduce_perf NCCL_PERF_INIT_ROOTS unset"
+        );
+        // Every launch-wide variable counts; a per-process one does not.
+        for v in crate::environment::LAUNCH_WIDE {
+            let set = |k: &str| (k == v.name).then(|| "1".to_string());
+            assert_ne!(
+                of_run_in("x", &o, &set),
+                of_run_in("x", &o, &none),
+                "{}",
+                v.name
+            );
+        }
+        for (v, _) in crate::environment::PER_PROCESS {
+            let set = |k: &str| (k == v.name).then(|| "1".to_string());
+            assert_eq!(
+                of_run_in("x", &o, &set),
+                of_run_in("x", &o, &none),
+                "{}",
+                v.name
+            );
+        }
+        // A long or odd value is sent as its digest, within what a peer's item may hold.
+        let long = |k: &str| (k == "NCCL_TESTS_SPLIT").then(|| "MOD 8\n".repeat(100));
+        let f = of_run_in("x", &o, &long);
+        let item =
+            f.0.iter()
+                .find(|i| i.starts_with("NCCL_TESTS_SPLIT="))
+                .unwrap();
+        assert!(
+            item.starts_with("NCCL_TESTS_SPLIT=#") && item.len() < 40,
+            "{item}"
+        );
+        assert_eq!(
+            crate::bootstrap::fingerprint::Fingerprint::from_peer(f.0.clone()),
+            f
         );
     }
 

@@ -7,7 +7,6 @@ use super::output::Output;
 use crate::error::code;
 use crate::options::{HealthOptions, Options};
 use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
-use std::path::Path;
 use std::sync::Mutex;
 
 /// What `--health` knows while its sections run (world rank 0), so that a run the hang watch
@@ -58,7 +57,7 @@ pub(super) fn on_hang(line: &str) -> Option<String> {
         (&p.h.prom, summary.prometheus()),
     ] {
         if let Some(path) = path
-            && let Err(e) = write_file(path, &text)
+            && let Err(e) = crate::report::output_file::replace(path, text.as_bytes())
         {
             crate::eline!("{}: cannot write {}: {e}", p.program, path.display());
         }
@@ -96,7 +95,7 @@ pub(super) fn conclude(
     let mut written = true;
     let mut write = |path: &Option<std::path::PathBuf>, text: String| {
         if let Some(p) = path
-            && let Err(e) = write_file(p, &text)
+            && let Err(e) = crate::report::output_file::replace(p, text.as_bytes())
         {
             crate::eline!("{}: cannot write {}: {e}", out.info().program, p.display());
             written = false;
@@ -108,13 +107,4 @@ pub(super) fn conclude(
         (Verdict::Slow | Verdict::Wrong, _) | (_, false) => code::NUM_RESULTS,
         _ => code::OK,
     }
-}
-
-/// Writes `text` to `path` through a temporary file beside it, renamed over it: a reader (the
-/// textfile collector) never sees half a file.
-fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }

@@ -39,7 +39,8 @@ pub fn create_target(
     explain: bool,
 ) -> Result<(Target, String)> {
     let path = &output.path;
-    let (mut file, actual) = json::open_exclusive(path).map_err(|e| cannot_write(path, &e))?;
+    let (mut file, actual) =
+        crate::report::output_file::create_exclusive(path).map_err(|e| cannot_write(path, &e))?;
     let writing = output.format.format().writing_line(&actual);
     if output.format == OutputFormat::Csv {
         let columns = csv::Columns {

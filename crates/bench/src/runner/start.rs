@@ -95,6 +95,9 @@ fn guarded(
     if let Some(h) = opts.health.as_ref().filter(|_| boot.world_rank() == 0) {
         for (option, path) in [("--health-json", &h.json), ("--health-prom", &h.prom)] {
             if let Some(p) = path {
+                crate::report::output_file::check_target(p).map_err(|e| {
+                    Error::Usage(format!("{option} {}: cannot write it: {e}", p.display()))
+                })?;
                 output::check_target(p).map_err(|e| match e {
                     Error::Usage(m) => Error::Usage(
                         m.replacen("-J ", &format!("{option} "), 1)

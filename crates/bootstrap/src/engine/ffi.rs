@@ -14,10 +14,19 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 
 /// Takes over the inherited socket `fd` (`PMI_FD`). Refuses a descriptor that is not open or
-/// not a socket (a stale variable must not make us write to some file).
+/// not a socket (a stale variable must not make us write to some file), standard input, output
+/// and error (a launcher never hands those down as its socket; standard error may well be a
+/// socket, journald's, and taking it would lose every error line), and a descriptor that is the
+/// same socket as one of them.
 pub fn adopt_socket(fd: i32) -> Result<OwnedFd, String> {
     if fd < 0 {
         return Err(format!("PMI_FD={fd} is not a file descriptor"));
+    }
+    if fd <= 2 {
+        let name = ["standard input", "standard output", "standard error"][fd as usize];
+        return Err(format!(
+            "PMI_FD={fd} is this process' {name}, not a launcher's socket (a stale PMI_FD?)"
+        ));
     }
     // Only a descriptor this process has open is looked at at all.
     let link = format!("/proc/self/fd/{fd}");
@@ -28,6 +37,14 @@ pub fn adopt_socket(fd: i32) -> Result<OwnedFd, String> {
             "PMI_FD={fd} is not a socket (it is {})",
             target.display()
         ));
+    }
+    for std_fd in 0..=2 {
+        if std::fs::read_link(format!("/proc/self/fd/{std_fd}")).is_ok_and(|t| t == target) {
+            return Err(format!(
+                "PMI_FD={fd} is the same socket as this process' descriptor {std_fd} (standard \
+                 input, output or error), not a launcher's own (a stale PMI_FD?)"
+            ));
+        }
     }
     // SAFETY: the descriptor is open in this process (its /proc entry exists) and is a socket
     // the launcher handed to us for this one purpose; nothing else in the program uses it, so

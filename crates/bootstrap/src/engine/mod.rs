@@ -14,6 +14,7 @@ mod on_thread;
 mod pmi1;
 mod pmi2;
 mod pmix;
+pub mod search;
 #[cfg(test)]
 mod test_env;
 
@@ -77,11 +78,12 @@ pub trait Engine {
 /// that does not exist, or why it did not open). Absolute paths are checked for existence
 /// first; bare names go to the loader's search.
 fn first_opened<L>(
-    places: &[std::path::PathBuf],
+    (places, notes): (Vec<std::path::PathBuf>, Vec<String>),
     open: impl Fn(&std::path::Path) -> std::result::Result<L, String>,
 ) -> std::result::Result<(L, String), Vec<String>> {
+    search::say_once(&notes);
     let mut tried = Vec::new();
-    for p in places {
+    for p in &places {
         if p.is_absolute() && !p.exists() {
             tried.push(p.display().to_string());
             continue;
@@ -415,11 +417,12 @@ pub fn form(engine: &mut dyn Engine, base: &TcpLaunch) -> Result<Formed> {
         (Err(e), Ok(())) => Err(e),
         // The engine is past a clean goodbye: ask the launcher to end the job, so that nobody
         // waits for this process. The launcher may kill this process at once: say why first.
+        // Said once: the caller ends with it without saying it again.
         (Err(e), Err(_)) => {
             nccl_perf_facts::eline!("{}: {e}", crate::local::short_hostname());
             engine.grace(GOODBYE);
             engine.abort(1, &e.to_string());
-            Err(e)
+            Err(Error::Said(Box::new(e)))
         }
     }
 }

@@ -39,10 +39,17 @@ fn names(env: Env) -> Vec<&'static str> {
 /// Where the library is looked for, in order: `NCCL_PERF_MPI_LIB` alone when set; else the
 /// loader's own search (the bare names), then `lib/`, `lib64/`, `lib/<multiarch>/` and
 /// `lib/release/` under `$OPAL_PREFIX`, `$MPI_HOME`, `$I_MPI_ROOT` and the folder above the
-/// `mpirun` or `mpiexec` found in `PATH`.
+/// `mpirun` or `mpiexec` found in an absolute `PATH` entry. Places a stranger could have
+/// planted are left out ([`super::search`]).
+#[cfg(test)]
 pub fn library_places(env: Env) -> Vec<PathBuf> {
+    library_search(env).0
+}
+
+/// [`library_places`] and a note for each place left out ([`super::search`]).
+pub fn library_search(env: Env) -> (Vec<PathBuf>, Vec<String>) {
     if let Some(p) = env(MPI_LIB.name).filter(|p| !p.trim().is_empty()) {
-        return vec![PathBuf::from(p)];
+        return (vec![PathBuf::from(p)], Vec::new());
     }
     let names = names(env);
     let mut out: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
@@ -50,22 +57,8 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
         .iter()
         .filter_map(|v| env(v).filter(|p| !p.is_empty()).map(PathBuf::from))
         .collect();
-    'path: for dir in env("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-    {
-        for tool in ["mpirun", "mpiexec"] {
-            let m = PathBuf::from(dir).join(tool);
-            if m.is_file() {
-                let real = std::fs::canonicalize(&m).unwrap_or(m);
-                if let Some(prefix) = real.parent().and_then(|b| b.parent()) {
-                    prefixes.push(prefix.to_path_buf());
-                }
-                break 'path;
-            }
-        }
-    }
+    let (prefix, mut notes) = super::search::launcher_prefix(env, &["mpirun", "mpiexec"]);
+    prefixes.extend(prefix);
     let arch = format!("{}-linux-gnu", std::env::consts::ARCH);
     for p in prefixes {
         for sub in ["lib", "lib64", &format!("lib/{arch}"), "lib/release"] {
@@ -77,7 +70,8 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
             }
         }
     }
-    out
+    let out = super::search::trusted_places(out, &mut notes);
+    (out, notes)
 }
 
 /// The library the launcher's family uses, for messages.
@@ -104,7 +98,7 @@ pub struct Before<'a> {
 }
 /// Finds and opens the library: its handle and path, or what was tried.
 fn find(env: Env) -> std::result::Result<(Mpi, String), Vec<String>> {
-    super::first_opened(&library_places(env), Mpi::open)
+    super::first_opened(library_search(env), Mpi::open)
 }
 
 /// The error for a library not found: `why` is what made us look (a launcher's variable or

@@ -32,10 +32,17 @@ const PIECE: usize = MAX_VALLEN - 64;
 
 /// Where the library is looked for, in order: `NCCL_PERF_PMI2_LIB` alone when set; else the
 /// loader's own search (the bare names), then `lib/` and `lib64/` under `$CRAY_PMI_PREFIX` and
-/// Cray's `/opt/cray/pe/pmi/default`.
+/// Cray's `/opt/cray/pe/pmi/default`. Places a stranger could have planted are left out
+/// ([`super::search`]).
+#[cfg(test)]
 pub fn library_places(env: Env) -> Vec<PathBuf> {
+    library_search(env).0
+}
+
+/// [`library_places`] and a note for each place left out ([`super::search`]).
+pub fn library_search(env: Env) -> (Vec<PathBuf>, Vec<String>) {
     if let Some(p) = env(PMI2_LIB.name).filter(|p| !p.trim().is_empty()) {
-        return vec![PathBuf::from(p)];
+        return (vec![PathBuf::from(p)], Vec::new());
     }
     let mut out: Vec<PathBuf> = PMI2_LIBS.iter().map(PathBuf::from).collect();
     let mut prefixes: Vec<PathBuf> = env("CRAY_PMI_PREFIX")
@@ -54,12 +61,14 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
             }
         }
     }
-    out
+    let mut notes = Vec::new();
+    let out = super::search::trusted_places(out, &mut notes);
+    (out, notes)
 }
 
 /// Finds and opens the library: its handle and path, or what was tried.
 pub fn find(env: Env) -> std::result::Result<(Pmi2, String), Vec<String>> {
-    super::first_opened(&library_places(env), Pmi2::open)
+    super::first_opened(library_search(env), Pmi2::open)
 }
 
 /// The error for a library not found: `why` is what made us look (`PALS_RANKID`, or the

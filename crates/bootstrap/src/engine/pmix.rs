@@ -21,32 +21,27 @@ pub const NOT_FOUND: &str = "PMIX_RANK is set but";
 
 /// Where the library is looked for, in order: `NCCL_PERF_PMIX_LIB` alone when set; else the
 /// loader's own search (the bare name), `$OPAL_PREFIX/lib`, and the `lib/` beside the `mpirun`
-/// found in `PATH` (with Debian's `pmix2/lib` under its multiarch folder).
+/// found in an absolute `PATH` entry (with Debian's `pmix2/lib` under its multiarch folder).
+/// Places a stranger could have planted are left out ([`super::search`]).
+#[cfg(test)]
 pub fn library_places(env: Env) -> Vec<PathBuf> {
+    library_search(env).0
+}
+
+/// [`library_places`] and a note for each place left out ([`super::search`]).
+pub fn library_search(env: Env) -> (Vec<PathBuf>, Vec<String>) {
     if let Some(p) =
         env(nccl_perf_facts::environment::PMIX_LIB.name).filter(|p| !p.trim().is_empty())
     {
-        return vec![PathBuf::from(p)];
+        return (vec![PathBuf::from(p)], Vec::new());
     }
     let mut out = vec![PathBuf::from(PMIX_LIB_NAME)];
     let mut prefixes = Vec::new();
     if let Some(p) = env("OPAL_PREFIX").filter(|p| !p.is_empty()) {
         prefixes.push(PathBuf::from(p));
     }
-    for dir in env("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-    {
-        let m = PathBuf::from(dir).join("mpirun");
-        if m.is_file() {
-            let real = std::fs::canonicalize(&m).unwrap_or(m);
-            if let Some(prefix) = real.parent().and_then(|b| b.parent()) {
-                prefixes.push(prefix.to_path_buf());
-            }
-            break;
-        }
-    }
+    let (prefix, mut notes) = super::search::launcher_prefix(env, &["mpirun"]);
+    prefixes.extend(prefix);
     let arch = format!("{}-linux-gnu", std::env::consts::ARCH);
     for p in prefixes {
         for sub in [
@@ -61,12 +56,13 @@ pub fn library_places(env: Env) -> Vec<PathBuf> {
             }
         }
     }
-    out
+    let out = super::search::trusted_places(out, &mut notes);
+    (out, notes)
 }
 
 /// Opens the first library of [`library_places`] that opens; else what was tried.
 pub fn find(env: Env) -> std::result::Result<Pmix, Vec<String>> {
-    super::first_opened(&library_places(env), Pmix::open).map(|(l, _)| l)
+    super::first_opened(library_search(env), Pmix::open).map(|(l, _)| l)
 }
 
 /// A PMIx session.

@@ -238,6 +238,14 @@ fn hostile_engine_variables_are_one_line_errors() {
         ),
         (vec![("PMI_FD", "987654")], "not an open file descriptor"),
         (
+            vec![("PMI_FD", "2")],
+            "PMI_FD=2 is this process' standard error, not a launcher's socket",
+        ),
+        (
+            vec![("PMI_FD", "1")],
+            "PMI_FD=1 is this process' standard output, not a launcher's socket",
+        ),
+        (
             vec![("PMI_FD", "0"), ("PMI_RANK", "x")],
             "PMI_RANK='x' is not a number",
         ),
@@ -382,6 +390,8 @@ fn a_broken_engine_is_finalized_then_aborted_and_its_error_kept() {
     let mut b = Broken(Vec::new());
     let e = form(&mut b, &base).err().unwrap();
     assert!(timed_out(&e), "{e:?}");
+    // Said before the abort, so marked said: the caller does not say it again.
+    assert!(matches!(e, Error::Said(_)), "{e:?}");
     assert_eq!(b.0, ["grace", "finalize", "grace", "abort"]);
 }
 
@@ -516,7 +526,7 @@ fn a_library_whose_job_is_not_the_launchers_is_refused() {
 /// A launch given up at its deadline (exit 4).
 fn timed_out(e: &Error) -> bool {
     matches!(
-        e,
+        e.inner(),
         Error::Peers {
             timed_out: true,
             ..

@@ -404,6 +404,7 @@ fn exit_code(e: &Error) -> u8 {
         Error::Launch(_) => 6,
         Error::Usage(_) => 255,
         Error::Internal(_) | Error::Peers { .. } => 1,
+        Error::Said(e) => exit_code(e),
     }
 }
 

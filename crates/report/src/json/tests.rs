@@ -87,27 +87,6 @@ fn parse(text: &str) -> Value {
 }
 
 #[test]
-fn open_exclusive_numbers_existing_files() {
-    let dir = std::env::temp_dir().join(format!("nccl-perf-json-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("out.json");
-    let _ = std::fs::remove_file(&path);
-    for suffix in ["", ".0", ".1"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let (_, p0) = open_exclusive(&path).unwrap();
-    let (_, p1) = open_exclusive(&path).unwrap();
-    let (_, p2) = open_exclusive(&path).unwrap();
-    assert_eq!(p0, path);
-    assert_eq!(p1, dir.join("out.json.0"));
-    assert_eq!(p2, dir.join("out.json.1"));
-    let missing = dir.join("no-such-dir").join("x.json");
-    let err = open_exclusive(&missing).unwrap_err();
-    assert_eq!(err.kind(), io::ErrorKind::NotFound);
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
 fn complete_document() {
     let mut r = report(&info());
     r.add_row(&row());

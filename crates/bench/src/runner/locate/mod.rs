@@ -359,7 +359,8 @@ fn write_json(path: &Path, doc: &json::LocateJson) -> Result<PathBuf> {
             path.display()
         ))
     };
-    let (mut file, actual) = crate::report::json::open_exclusive(path).map_err(|e| cannot(&e))?;
+    let (mut file, actual) =
+        crate::report::output_file::create_exclusive(path).map_err(|e| cannot(&e))?;
     let text = serde_json::to_string_pretty(doc).map_err(|e| cannot(&e))?;
     file.write_all(text.as_bytes())
         .and_then(|_| file.write_all(b"\n"))
