@@ -294,6 +294,7 @@ pub const PER_PROCESS: &[(Variable, &str)] = &[
     ),
     (TRACE, "this process' own profiling lines"),
     (TEST_STALL_MS, "a test hook, set per process on purpose"),
+    (TEST_HOST_STOP_OP, "a test hook, set per process on purpose"),
     (TEST_PAUSE_MS, "a test hook, set per process on purpose"),
     (TEST_SLOW, "a test hook"),
 ];
