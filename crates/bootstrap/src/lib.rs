@@ -175,6 +175,11 @@ pub trait Bootstrap: Sync {
     fn peer_states(&self) -> Option<Vec<PeerState>> {
         None
     }
+    /// Any process but rank 0: the last note rank 0 published, as its heartbeats carried it
+    /// (`None` where there are none, or before one came).
+    fn root_state(&self) -> Option<Vec<u8>> {
+        None
+    }
     /// Rank 0, after the hang watch found the run hung: tells every other process to stop
     /// with exit code 4, saying `why`. Does nothing elsewhere.
     fn end_hung(&self, _why: &str) {}

@@ -635,6 +635,14 @@ impl Bootstrap for TcpBootstrap {
                 .collect(),
         )
     }
+    fn root_state(&self) -> Option<Vec<u8>> {
+        // The watchdog's checks read rank 0's heartbeats (and keep their note) every 100 ms.
+        let link = self.link.try_lock().ok()?;
+        let Link::Leaf(leaf) = &*link else {
+            return None;
+        };
+        leaf.stream.note.as_ref().map(|(n, _)| n.clone())
+    }
     fn end_hung(&self, why: &str) {
         let Ok(mut link) = self.link.lock() else {
             return;

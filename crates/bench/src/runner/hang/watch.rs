@@ -138,7 +138,13 @@ impl Watch {
             }
             return Some(found(&verdict::judge(&views), &views, limit, &host));
         }
-        if idle < limit + self.leaf_grace {
+        // Rank 0 judges by the longest limit of the job; wait for it by rank 0's own (its
+        // heartbeats carry it), not this process' alone.
+        let root_limit = boot
+            .root_state()
+            .and_then(|n| ProcessState::decode(&n))
+            .map_or(Duration::ZERO, |s| Duration::from_millis(s.limit_ms));
+        if idle < limit.max(root_limit) + self.leaf_grace {
             return None;
         }
         let (rank, host, pid) = me();
@@ -230,6 +236,7 @@ mod tests {
         peers: Option<Vec<PeerState>>,
         published: Mutex<Vec<u8>>,
         told: Mutex<Option<String>>,
+        root: Option<Vec<u8>>,
     }
 
     impl Bootstrap for Job {
@@ -268,6 +275,9 @@ mod tests {
         }
         fn end_hung(&self, why: &str) {
             *self.told.lock().unwrap() = Some(why.to_string());
+        }
+        fn root_state(&self) -> Option<Vec<u8>> {
+            self.root.clone()
         }
     }
 
@@ -314,6 +324,7 @@ mod tests {
             peers,
             published: Mutex::new(Vec::new()),
             told: Mutex::new(None),
+            root: None,
         }
     }
 
@@ -395,8 +406,21 @@ mod tests {
         let h = w.tick(&job(0, Some(hostile))).expect("hung");
         assert!(h.lines.iter().all(|l| !l.contains('\x1b')), "{:?}", h.lines);
 
-        // Another process: on its own only after the grace for rank 0's word.
-        let leaf = job(1, None);
+        // Another process: on its own only after the grace for rank 0's word, counted from
+        // rank 0's limit where it is longer (rank 0 waits for the job's longest).
+        let mut leaf = job(1, None);
+        leaf.root = Some(
+            ProcessState {
+                idle_ms: 0,
+                limit_ms: 30_000,
+                threads: Vec::new(),
+            }
+            .encode()
+            .into_bytes(),
+        );
+        stalled(&mut w, 20);
+        assert!(w.tick(&leaf).is_none(), "rank 0's limit is 30 s");
+        leaf.root = None;
         stalled(&mut w, 2);
         assert!(w.tick(&leaf).is_none());
         stalled(&mut w, 4);
