@@ -10,14 +10,15 @@
 # logs in OUT/hang-logs.tar.gz.
 # usage: ci/gpu-hang.sh DIST OUT [LIMIT_S]   (DIST: binaries built with --features test-hooks)
 #   PARTS="hangs healthy slow" (default: all three) picks the parts; HANG_CASES (default
-#   "host4 gpu4 link4 host8 gpu8 link8 health4") the hangs.
+#   "host4 gpu4 link4 host8 gpu8 link8 health4") the hangs; HANG_WORK the folder for the cases'
+#   logs (default: a temporary one).
 # shellcheck disable=SC2016  # the check expressions are evaluated later, on purpose
 set -u
 D=$(cd "$1" && pwd); O=$(cd "$2" && pwd); LIMIT=${3:-10}
 here=$(cd "$(dirname "$0")" && pwd)
 AR="$D/all_reduce_perf"
 C="$O/hang-checks.txt"; : > "$C"
-W=$(mktemp -d)
+W=${HANG_WORK:-$(mktemp -d)}; mkdir -p "$W"
 gcc -shared -fPIC -O2 -o "$W/hang-shim.so" "$here/hang-shim.c" -ldl || echo "FAIL shim: gcc" >> "$C"
 port=$((21000 + $$ % 5000))
 
@@ -84,7 +85,7 @@ hang_case() { # name ranks verdict-regex json-verdict-regex vcluster-options...
   local name=$1 n=$2 line=$3 jv=$4; shift 4
   [[ " $HANG_CASES " == *" $name "* ]] || return 0
   # -N 0: the size again and again until it hangs (nccl-tests' -n 20 per size).
-  case_run "$name" "$n" 180 "$@" -- "$AR" -b 1M -e 1M -n 20 -w 2 -N 0 --hang-timeout "$LIMIT" \
+  case_run "$name" "$n" 90 "$@" -- "$AR" -b 1M -e 1M -n 20 -w 2 -N 0 --hang-timeout "$LIMIT" \
     -J "$W/$name/run.json"
   summary "$name" "$n"
   local j; j=$(json_verdict "$W/$name/run.json")
@@ -105,7 +106,7 @@ done
 # --health: the collective that hung is judged 'hung' in its lines and files.
 if part hangs && [[ " $HANG_CASES " == *" health4 "* ]]; then
   d="$W/health4"; mkdir -p "$d"
-  case_run health4 4 180 -r 2:NCCL_PERF_TEST_HOST_STOP_OP=30 -- "$AR" --health -b 1M -e 1M \
+  case_run health4 4 90 -r 2:NCCL_PERF_TEST_HOST_STOP_OP=30 -- "$AR" --health -b 1M -e 1M \
     -n 20 -w 2 --hang-timeout "$LIMIT" --health-json "$d/h.json" --health-prom "$d/h.prom"
   summary health4 4
   grep -h "^# health:" "$d/rank0.out" | cut -c1-300 | sed 's/^/##   /' >> "$C"
