@@ -106,7 +106,7 @@ fn a_relay_that_trickles_a_frame_after_the_welcome_holds_nobody_past_the_deadlin
     let msg = e.to_string();
     assert!(
         msg.contains("rank 1")
-            && msg.contains("a frame of 67108864 bytes for a heartbeat (at most 32)"),
+            && msg.contains("a frame of 67108864 bytes for a heartbeat (at most 4128)"),
         "{msg}"
     );
     assert!(took < Duration::from_secs(3), "rank 0 took {took:?}: {msg}");

@@ -70,7 +70,7 @@ const MAC: usize = 32;
 /// The most bytes a frame of `tag` may carry after its tag, signature or seal included
 /// (`None`: no message of ours has that tag). A frame's length is checked against this
 /// before its body is read, so a length that does not fit its tag costs no wait and no memory:
-/// a heartbeat is 32 bytes, never 64 MiB.
+/// a heartbeat is at most 4 KiB with its state note (4,128 bytes), never 64 MiB.
 pub fn max_body(tag: u8) -> Option<usize> {
     Some(match tag {
         CHALLENGE => super::challenge::BYTES,
@@ -544,7 +544,7 @@ mod tests {
             (
                 u32::MAX,
                 HEARTBEAT,
-                "a frame of 4294967294 bytes for a heartbeat (at most 32)",
+                "a frame of 4294967294 bytes for a heartbeat (at most 4128)",
             ),
             (
                 42,
