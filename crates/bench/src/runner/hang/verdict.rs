@@ -135,6 +135,12 @@ fn doing(t: &ThreadState, idle: Duration) -> String {
             )
         }
         Phase::Enqueue => format!("its host thread is enqueuing, stalled for {}", secs(idle)),
+        Phase::Wait if t.issued > t.finished + 1 => format!(
+            "its host thread waits on its GPUs for operations {}-{}, for {}",
+            t.finished + 1,
+            t.issued,
+            secs(idle)
+        ),
         Phase::Wait => format!(
             "its host thread waits on its GPUs for operation {}, for {}",
             t.finished + 1,
@@ -264,14 +270,20 @@ pub fn judge(views: &[View]) -> Verdict {
         };
     }
     let idle = known.iter().map(|(v, _)| v.idle).min().unwrap_or_default();
+    let last = known.iter().map(|(_, t)| t.issued).max().unwrap_or(0);
+    let through = if last > k {
+        format!(" through {last}")
+    } else {
+        String::new()
+    };
     Verdict {
         kind: Kind::AllWaiting,
         culprits: Vec::new(),
         operation: k,
         line: format!(
-            "hang: all {} thread{} enqueued {} and none finished it for {}: a GPU or a link \
-             between the ranks stopped, and without NCCL's network progress this run cannot \
-             tell which; what each rank saw follows",
+            "hang: all {} thread{} enqueued {}{through} and none saw them finish for {}: a GPU \
+             or a link between the ranks stopped, and without NCCL's network progress this run \
+             cannot tell which; what each rank saw follows",
             known.len(),
             if known.len() == 1 { "" } else { "s" },
             operation(k, views),
@@ -403,6 +415,11 @@ mod tests {
         assert_eq!(v.evidence.len(), 4);
         assert!(
             v.evidence[2].contains("enqueued 105, finished 100"),
+            "{:?}",
+            v.evidence
+        );
+        assert!(
+            v.evidence[0].contains("waits on its GPUs for operations 101-120, for 42 s"),
             "{:?}",
             v.evidence
         );
