@@ -11,7 +11,7 @@
 # usage: ci/gpu-hang.sh DIST OUT [LIMIT_S]   (DIST: binaries built with --features test-hooks)
 #   PARTS="hangs healthy slow" (default: all three) picks the parts; HANG_CASES (default
 #   "host4 gpu4 link4 host8 gpu8 link8 health4") the hangs; HANG_WORK the folder for the cases'
-#   logs (default: a temporary one).
+#   logs (default: a temporary one); HEALTHY_RUNS (16) and SLOW_RUNS (4) the no-false-alarm runs.
 # shellcheck disable=SC2016  # the check expressions are evaluated later, on purpose
 set -u
 D=$(cd "$1" && pwd); O=$(cd "$2" && pwd); LIMIT=${3:-10}
@@ -57,27 +57,27 @@ part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # 1. No false alarm: healthy runs at 4 and 8 ranks, and a slowed link on rank 2.
 if part healthy; then
-healthy=0; hung=0
-for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
-  n=4; [ "$i" -gt 12 ] && n=8
+healthy=0; hung=0; runs=${HEALTHY_RUNS:-16}
+for ((i = 1; i <= runs; i++)); do
+  n=4; [ "$i" -gt $((runs * 3 / 4)) ] && n=8
   case_run "healthy$i" "$n" 300 -- "$AR" "${ARGS[@]}"
   all_rc "healthy$i" "$n" 0 && healthy=$((healthy + 1))
   grep -q "hang:" "$W/healthy$i"/rank*.err && hung=$((hung + 1))
 done
-pass healthy "16 healthy runs (12 at 4 ranks, 4 at 8): all exit 0, no hang called" \
-  '[ $healthy = 16 ] && [ $hung = 0 ]'
+pass healthy "$runs healthy runs (the last quarter at 8 ranks): all exit 0, no hang called" \
+  "[ $healthy = $runs ] && [ $hung = 0 ]"
 fi
 if part slow; then
-slow_ok=0; slow_hung=0
-for i in 1 2 3 4; do
+slow_ok=0; slow_hung=0; runs=${SLOW_RUNS:-4}
+for ((i = 1; i <= runs; i++)); do
   case_run "slow$i" 4 300 -r "2:LD_PRELOAD=$W/hang-shim.so" -r 2:HANGSHIM_DELAY_US=3000 -- \
     "$AR" -b 1M -e 4M -f 2 -n 20 -w 2 --hang-timeout "$LIMIT"
   summary "slow$i" 4
   all_rc "slow$i" 4 0 && slow_ok=$((slow_ok + 1))
   grep -q "hang:" "$W/slow$i"/rank*.err && slow_hung=$((slow_hung + 1))
 done
-pass slow "4 runs with rank 2's sends slowed (3 ms per send): all exit 0, no hang called" \
-  '[ $slow_ok = 4 ] && [ $slow_hung = 0 ]'
+pass slow "$runs runs with rank 2's sends slowed (3 ms per send): all exit 0, no hang called" \
+  "[ $slow_ok = $runs ] && [ $slow_hung = 0 ]"
 fi
 
 # 2. Hangs.
