@@ -260,11 +260,27 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// Recorded states for the hang watch's tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod fixtures {
+    use super::{Label, Phase, Stage, ThreadState};
 
-    pub(crate) fn thread(tid: u64, phase: Phase, issued: u64, finished: u64) -> ThreadState {
+    /// `all_reduce float sum 1048576 B out-of-place`, timed.
+    pub fn label() -> Label {
+        Label {
+            stage: Stage::Timed,
+            coll: "all_reduce".into(),
+            dt: "float".into(),
+            op: "sum".into(),
+            root: 0,
+            bytes: 1 << 20,
+            in_place: false,
+        }
+    }
+
+    /// Thread `tid` (NCCL rank `tid`) in the timed batch of operations 101-120, `phase`,
+    /// having enqueued `issued` and seen `finished`.
+    pub fn thread(tid: u64, phase: Phase, issued: u64, finished: u64) -> ThreadState {
         ThreadState {
             tid,
             first_rank: tid,
@@ -274,17 +290,15 @@ mod tests {
             finished,
             batch_first: 100,
             batch_len: 20,
-            label: Some(Label {
-                stage: Stage::Timed,
-                coll: "all_reduce".into(),
-                dt: "float".into(),
-                op: "sum".into(),
-                root: 0,
-                bytes: 1 << 20,
-                in_place: false,
-            }),
+            label: Some(label()),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::thread;
+    use super::*;
 
     #[test]
     fn a_note_reads_back_as_written() {

@@ -347,29 +347,7 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::hang::note::Label;
-
-    fn state(tid: u64, phase: Phase, issued: u64, finished: u64) -> ThreadState {
-        ThreadState {
-            tid,
-            first_rank: tid,
-            ngpus: 1,
-            phase,
-            issued,
-            finished,
-            batch_first: 100,
-            batch_len: 20,
-            label: Some(Label {
-                stage: Stage::Timed,
-                coll: "all_reduce".into(),
-                dt: "float".into(),
-                op: "sum".into(),
-                root: 0,
-                bytes: 1 << 20,
-                in_place: false,
-            }),
-        }
-    }
+    use crate::runner::hang::note::fixtures::thread as state;
 
     fn view(rank: usize, st: Option<ThreadState>) -> View {
         View {

@@ -224,74 +224,13 @@ fn alone(views: &[View], limit: Duration, idle: Duration, root: bool) -> Hang {
 
 #[cfg(test)]
 mod tests {
-    use super::super::note::{Label, Stage, ThreadState};
+    use super::super::note::ThreadState;
+    use super::super::note::fixtures::label;
     use super::*;
-    use crate::bootstrap::{PeerState, Reduce, Result};
-    use std::sync::Mutex;
+    use crate::bootstrap::PeerState;
+    use crate::runner::fake_job::FakeJob;
 
-    /// One process of a job of four: its published note is kept, the others' notes are the
-    /// test's.
-    struct Job {
-        rank: usize,
-        peers: Option<Vec<PeerState>>,
-        published: Mutex<Vec<u8>>,
-        told: Mutex<Option<String>>,
-        root: Option<Vec<u8>>,
-    }
-
-    impl Bootstrap for Job {
-        fn world_size(&self) -> usize {
-            4
-        }
-        fn world_rank(&self) -> usize {
-            self.rank
-        }
-        fn local_rank(&self) -> usize {
-            0
-        }
-        fn describe(&self) -> String {
-            "test".into()
-        }
-        fn barrier(&self) -> Result<()> {
-            Ok(())
-        }
-        fn allreduce(&self, v: f64, _op: Reduce) -> Result<f64> {
-            Ok(v)
-        }
-        fn broadcast_id(&self, _id: &mut [u8; 128]) -> Result<()> {
-            Ok(())
-        }
-        fn gather(&self, _text: String) -> Result<Vec<String>> {
-            Ok(Vec::new())
-        }
-        fn allgather(&self, _text: String) -> Result<Vec<String>> {
-            Ok(Vec::new())
-        }
-        fn publish_state(&self, note: &[u8]) {
-            *self.published.lock().unwrap() = note.to_vec();
-        }
-        fn peer_states(&self) -> Option<Vec<PeerState>> {
-            self.peers.clone()
-        }
-        fn end_hung(&self, why: &str) {
-            *self.told.lock().unwrap() = Some(why.to_string());
-        }
-        fn root_state(&self) -> Option<Vec<u8>> {
-            self.root.clone()
-        }
-    }
-
-    fn label() -> Label {
-        Label {
-            stage: Stage::Timed,
-            coll: "all_reduce".into(),
-            dt: "float".into(),
-            op: "sum".into(),
-            root: 0,
-            bytes: 1 << 20,
-            in_place: false,
-        }
-    }
+    type Job = FakeJob<fn(String) -> crate::bootstrap::Result<Vec<String>>>;
 
     /// A peer's note: `issued` of a batch of 20 from 100, waiting or enqueuing, idle `idle_ms`.
     fn peer(rank: usize, issued: u64, phase: Phase, idle_ms: u64) -> PeerState {
@@ -319,13 +258,9 @@ mod tests {
     }
 
     fn job(rank: usize, peers: Option<Vec<PeerState>>) -> Job {
-        Job {
-            rank,
-            peers,
-            published: Mutex::new(Vec::new()),
-            told: Mutex::new(None),
-            root: None,
-        }
+        let mut j: Job = FakeJob::new(rank, 4, |_| Ok(Vec::new()));
+        j.peers = peers;
+        j
     }
 
     /// The only test that takes a progress slot (the slots are process-wide): every case in

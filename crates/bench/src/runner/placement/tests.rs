@@ -200,11 +200,7 @@ fn agree_passes_a_good_launch_and_stops_a_bad_one() {
 fn two_processes(
     other: String,
 ) -> FakeJob<impl Fn(String) -> crate::bootstrap::Result<Vec<String>> + Sync> {
-    FakeJob {
-        rank: 0,
-        size: 2,
-        exchange: move |text| Ok(vec![text, other.clone()]),
-    }
+    FakeJob::new(0, 2, move |text| Ok(vec![text, other.clone()]))
 }
 
 #[test]

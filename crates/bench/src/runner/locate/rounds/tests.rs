@@ -16,24 +16,20 @@ fn threads(
     barrier: Arc<Barrier>,
     broken: bool,
 ) -> FakeJob<impl Fn(String) -> bootstrap::Result<Vec<String>> + Sync> {
-    FakeJob {
-        rank,
-        size,
-        exchange: move |text| {
-            if broken {
-                return Err(bootstrap::Error::Peers {
-                    msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
-                    timed_out: true,
-                    lost: vec![3],
-                });
-            }
-            posted.lock().unwrap()[rank] = text;
-            barrier.wait();
-            let all = posted.lock().unwrap().clone();
-            barrier.wait();
-            Ok(all)
-        },
-    }
+    FakeJob::new(rank, size, move |text| {
+        if broken {
+            return Err(bootstrap::Error::Peers {
+                msg: "rank 3 (pid 9 on n4) has sent nothing for 30 s".into(),
+                timed_out: true,
+                lost: vec![3],
+            });
+        }
+        posted.lock().unwrap()[rank] = text;
+        barrier.wait();
+        let all = posted.lock().unwrap().clone();
+        barrier.wait();
+        Ok(all)
+    })
 }
 
 /// What a rank sees: by round, rank, group and pass (0, or 1 for a round run again after a
