@@ -760,6 +760,10 @@ fn abort_unwelcomed<'a>(
 }
 
 #[cfg(test)]
+mod relay_tests;
+#[cfg(test)]
+mod silence_tests;
+#[cfg(test)]
 mod squat_tests;
 #[cfg(test)]
 mod tests;
