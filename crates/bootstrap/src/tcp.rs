@@ -11,9 +11,15 @@
 //! (many connections at once, bounded, on every address of its name) in `door.rs`, rank 0's
 //! signed challenge with the launch's salt in `challenge.rs`, the wire format in `wire.rs`, and
 //! the authentication of every frame after the meeting in `seal.rs`; the words it prints
-//! (addresses, durations, rank lists, the open-door note) in `words.rs`.
+//! (addresses, durations, rank lists, the open-door note) in `words.rs`. This file connects
+//! and runs each collective through rank 0 (the star); the `Bootstrap` calls the run makes on
+//! it are in `calls.rs`, and the checks on the others between collectives (the watchdog's) in
+//! `watch.rs`. Its tests: `tests.rs` (meeting, collectives, failures, and the helpers the others
+//! share), `silence_tests.rs` (stopped and departed processes), `relay_tests.rs` (frames changed
+//! on the way) and `squat_tests.rs` (relays, squatters and strangers without the key).
 
 mod beat;
+mod calls;
 mod challenge;
 mod door;
 mod join;
@@ -26,8 +32,8 @@ mod words;
 use super::auth::JobKey;
 use super::fingerprint::Fingerprint;
 use super::launch::TcpLaunch;
-use super::{Bootstrap, Group, Reduce, local, peer_text};
-use crate::error::{Error, Failure, Result};
+use super::{Group, local, peer_text};
+use crate::error::{Error, Result};
 use beat::{Beats, Inbound, Wait, Writer};
 pub(crate) use join::resolve as resolve_all;
 use meet::Hello;
@@ -37,7 +43,7 @@ use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use watch::STOPPED;
-use wire::{Decoder, Encoder, RecvError};
+use wire::{Decoder, RecvError};
 pub use words::rank_list;
 use words::{format_address, secs, warn_if_open};
 
@@ -487,241 +493,6 @@ impl Drop for Leaf {
     }
 }
 
-impl Bootstrap for TcpBootstrap {
-    fn world_size(&self) -> usize {
-        self.size
-    }
-    fn world_rank(&self) -> usize {
-        self.rank
-    }
-    fn local_rank(&self) -> usize {
-        self.local_rank
-    }
-    fn local_size(&self) -> usize {
-        self.local_size
-    }
-    fn group(&self) -> Group {
-        if self.size <= 1 {
-            return Group {
-                color: self.group.color,
-                rank: 0,
-                size: 1,
-            };
-        }
-        self.group
-    }
-    fn describe(&self) -> String {
-        if self.size <= 1 {
-            return format!("{} (1 process, no rendezvous needed)", self.launcher);
-        }
-        // A job formed through the launcher's wire-up (engine/) says so.
-        let how = match self.launcher {
-            "PMIx" | "PMI-1" => "wire-up",
-            l if l.starts_with("MPI library") || l.starts_with("PMI-2 library") => "to start",
-            _ => "environment",
-        };
-        format!(
-            "{} {how}, TCP rendezvous at {} (timeout {})",
-            self.launcher,
-            self.address,
-            secs(self.timeout)
-        )
-    }
-    fn barrier(&self) -> Result<()> {
-        self.collective(wire::BARRIER, Vec::new(), &|b, _| {
-            vec![Rc::from([]); b.len()]
-        })
-        .map(|_| ())
-    }
-    fn allreduce(&self, v: f64, op: Reduce) -> Result<f64> {
-        let body = Encoder::default().f64(v).0;
-        let r = self.collective(wire::REDUCE, body, &|bodies, _| {
-            let vals = bodies.iter().map(|b| Decoder(b).f64().unwrap_or(f64::NAN));
-            let total = vals.reduce(|a, b| op.apply(a, b)).unwrap_or(f64::NAN);
-            vec![Rc::from(Encoder::default().f64(total).0); bodies.len()]
-        })?;
-        Decoder(&r)
-            .f64()
-            .map_err(|e| failure(format!("bad allreduce answer: {e}"), false))
-    }
-    fn broadcast_id(&self, id: &mut [u8; 128]) -> Result<()> {
-        let r = self.collective(wire::BCAST, id.to_vec(), &|bodies, colors| {
-            // Each group gets the id of its lowest rank.
-            colors
-                .iter()
-                .map(|c| {
-                    let leader = colors.iter().position(|x| x == c).unwrap_or(0);
-                    Rc::from(bodies.get(leader).map_or(&[][..], |b| &b[..]))
-                })
-                .collect()
-        })?;
-        if r.len() != id.len() {
-            return Err(failure("bad id broadcast answer".into(), false));
-        }
-        id.copy_from_slice(&r);
-        Ok(())
-    }
-    fn finalize(&self) -> Result<()> {
-        self.barrier()
-    }
-    fn wait_limit(&self) -> Option<Duration> {
-        (self.size > 1).then_some(self.timeout)
-    }
-    fn check_peers(&self) -> Result<()> {
-        // A collective in progress has its own deadlines and notices a lost peer itself.
-        let Ok(mut link) = self.link.try_lock() else {
-            return Ok(());
-        };
-        let outcome = match &mut *link {
-            Link::Alone | Link::Broken(_) => Ok(()),
-            Link::Root(peers) => self.root_check(peers),
-            Link::Leaf(leaf) => self.leaf_check(leaf),
-        };
-        if let Err(e) = &outcome {
-            self.broke(&mut link, e);
-        }
-        outcome
-    }
-    fn lost_peer(&self, wait: Duration) -> Option<Error> {
-        if self.size <= 1 {
-            return None;
-        }
-        let until = Instant::now() + wait;
-        loop {
-            if let Some(e) = self.lost.lock().ok()?.clone() {
-                return Some(e);
-            }
-            if let Err(e) = self.check_peers() {
-                return Some(e);
-            }
-            if Instant::now() >= until {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    fn publish_state(&self, note: &[u8]) {
-        if note.len() <= wire::MAX_NOTE
-            && let Ok(mut n) = self.note.lock()
-        {
-            n.clear();
-            n.extend_from_slice(note);
-        }
-    }
-    fn peer_states(&self) -> Option<Vec<super::PeerState>> {
-        let Ok(mut link) = self.link.try_lock() else {
-            return None;
-        };
-        let Link::Root(peers) = &mut *link else {
-            return None;
-        };
-        Some(
-            peers
-                .iter_mut()
-                .map(|p| {
-                    // Reads what has arrived (a message for the next collective is kept).
-                    p.has_sent();
-                    super::PeerState {
-                        rank: p.rank,
-                        host: p.host.clone(),
-                        pid: p.pid,
-                        note: p
-                            .stream
-                            .note
-                            .as_ref()
-                            .map(|(n, at)| (n.clone(), at.elapsed())),
-                    }
-                })
-                .collect(),
-        )
-    }
-    fn root_state(&self) -> Option<Vec<u8>> {
-        // The watchdog's checks read rank 0's heartbeats (and keep their note) every 100 ms.
-        let link = self.link.try_lock().ok()?;
-        let Link::Leaf(leaf) = &*link else {
-            return None;
-        };
-        leaf.stream.note.as_ref().map(|(n, _)| n.clone())
-    }
-    fn end_hung(&self, why: &str) {
-        let Ok(mut link) = self.link.lock() else {
-            return;
-        };
-        if let Link::Root(peers) = &*link {
-            let why = why.replace('\n', " ");
-            abort_peers(peers, None, &why, true);
-            *link = Link::Broken(why);
-        }
-    }
-    fn fail(&self, err: &dyn Failure) {
-        // Rank 0 tells the others why the run stops, instead of letting them find a closed
-        // connection (or wait on their GPUs). A leaf's exit is noticed by rank 0.
-        let Ok(mut link) = self.link.lock() else {
-            return;
-        };
-        if let Link::Root(peers) = &*link {
-            let why = err.to_string().replace('\n', " ");
-            abort_peers(peers, None, &why, false);
-            *link = Link::Broken(why);
-        }
-    }
-    fn gather(&self, text: String) -> Result<Vec<String>> {
-        let body = Encoder::default().str(&text).0;
-        let gathered = Mutex::new(Vec::new());
-        self.collective(wire::GATHER, body, &|bodies, _| {
-            if let Ok(mut g) = gathered.lock() {
-                *g = bodies
-                    .iter()
-                    .map(|b| Decoder(b).str().unwrap_or_default())
-                    .collect();
-            }
-            vec![Rc::from([]); bodies.len()]
-        })?;
-        if self.rank != 0 {
-            return Ok(Vec::new());
-        }
-        gathered
-            .into_inner()
-            .map_err(|_| Error::Internal("gather failed".into()))
-    }
-    fn share_ids(&self, mine: &[crate::ids::NumberedId], count: usize) -> Result<Vec<[u8; 128]>> {
-        let body = crate::ids::encode(count, mine);
-        let answer = self.collective(wire::IDS, body, &|bodies, colors| {
-            let bodies: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
-            crate::ids::route(&bodies, colors)
-                .into_iter()
-                .map(Rc::from)
-                .collect()
-        })?;
-        crate::ids::finish(&answer, count)
-            .map_err(|e| failure(format!("bad NCCL id answer: {e}"), false))
-    }
-    fn allgather(&self, text: String) -> Result<Vec<String>> {
-        let body = Encoder::default().str(&text).0;
-        let all = self.collective(wire::ALLGATHER, body, &|bodies, _| {
-            // Rank 0 passes the bodies on as they came: each is a length-prefixed text.
-            let mut e = Encoder::default().u32(bodies.len() as u32);
-            for b in bodies {
-                e.0.extend_from_slice(b);
-            }
-            vec![Rc::from(e.0); bodies.len()]
-        })?;
-        let bad = |e: wire::WireError| failure(format!("bad allgather answer: {e}"), false);
-        let mut d = Decoder(&all);
-        let n = d.u32().map_err(bad)? as usize;
-        if n != self.size {
-            return Err(failure(
-                format!(
-                    "bad allgather answer: {n} texts for {} processes",
-                    self.size
-                ),
-                false,
-            ));
-        }
-        (0..n).map(|_| d.str().map_err(bad)).collect()
-    }
-}
-
 /// Tells every peer but `skip` why the run stops (best effort; each through its writer, so
 /// no heartbeat cuts in); `timed_out` sets their exit code.
 fn abort_peers(peers: &[Peer], skip: Option<usize>, why: &str, timed_out: bool) {
@@ -759,6 +530,10 @@ fn abort_unwelcomed<'a>(
     }
 }
 
+#[cfg(test)]
+mod relay_tests;
+#[cfg(test)]
+mod silence_tests;
 #[cfg(test)]
 mod squat_tests;
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use super::tests::{free_port, launch, test_fingerprint};
 use super::*;
+use crate::Bootstrap;
 use crate::auth::Secret;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
