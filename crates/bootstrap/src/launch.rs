@@ -136,6 +136,7 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
             ));
         }
         "env" => {
+            not_a_rankless_size(env)?;
             return from_launcher(env, timeout, !mpi_built)?
                 .map(Launch::Tcp)
                 .ok_or_else(|| {
@@ -177,7 +178,9 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
     }
     match from_launcher(env, timeout, !mpi_built)? {
         Some(t) => Ok(Launch::Tcp(t)),
-        None => not_a_lone_rank(env).map(|()| Launch::Single),
+        None => not_a_lone_rank(env)
+            .and_then(|()| not_a_rankless_size(env))
+            .map(|()| Launch::Single),
     }
 }
 
@@ -253,6 +256,77 @@ fn not_a_lone_rank(env: Env) -> Result<()> {
          NCCL_PERF_BOOTSTRAP=single to run one process on purpose",
         set.join(" ")
     )))
+}
+
+/// Each launcher's size variable and the rank variables that go with it: a size above 1 whose
+/// rank is missing is a launch where every process would run alone as rank 0 of 1.
+const SIZE_VARS: &[(&str, &[&str])] = &[
+    ("WORLD_SIZE", &["RANK", "JOB_COMPLETION_INDEX"]),
+    ("OMPI_COMM_WORLD_SIZE", &["OMPI_COMM_WORLD_RANK"]),
+    ("PMI_SIZE", &["PMI_RANK"]),
+];
+
+/// Refuses a single-process run when a launcher says the job has more than one process but
+/// gives this one no rank (`WORLD_SIZE=4` without `RANK`, an srun step without
+/// `SLURM_PROCID`).
+fn not_a_rankless_size(env: Env) -> Result<()> {
+    let slurm = slurm_step_size(env)?.map(|n| {
+        let var = if env("SLURM_STEP_NUM_TASKS").is_some() {
+            "SLURM_STEP_NUM_TASKS"
+        } else if env("SLURM_NTASKS").is_some() {
+            "SLURM_NTASKS"
+        } else {
+            "SLURM_NPROCS"
+        };
+        (var, n, &["SLURM_PROCID"][..])
+    });
+    let mut sizes = Vec::new();
+    for (var, ranks) in SIZE_VARS {
+        if let Some(n) = num(env, var)? {
+            sizes.push((*var, n, *ranks));
+        }
+    }
+    let Some((var, size, ranks)) = sizes
+        .into_iter()
+        .chain(slurm)
+        .find(|(_, n, ranks)| *n > 1 && ranks.iter().all(|r| env(r).is_none()))
+    else {
+        return Ok(());
+    };
+    let set: Vec<String> = [
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "LOCAL_RANK",
+    ]
+    .iter()
+    .filter_map(|v| env(v).map(|x| format!(" {v}={}", super::peer_text::clean(&x, 40))))
+    .collect();
+    Err(Error::Launch(format!(
+        "wrong launch: {var}={size} says this job has {size} processes, but the environment \
+         gives this one no rank ({} not set;{}), so it would run alone as rank 0 of 1. Set \
+         the launcher's rank variable, or NCCL_PERF_BOOTSTRAP=single to run one process on \
+         purpose",
+        ranks.join(" or "),
+        if set.is_empty() {
+            " no other launcher variable".to_string()
+        } else {
+            set.concat()
+        }
+    )))
+}
+
+/// The number of processes of a Slurm job step: `SLURM_STEP_NUM_TASKS`, or with a step id
+/// `SLURM_NTASKS` (`SLURM_NPROCS`). With a job id but no step, this is the batch script itself
+/// (one process, whatever `SLURM_NTASKS` says the job may run): `None`.
+fn slurm_step_size(env: Env) -> Result<Option<usize>> {
+    Ok(match num(env, "SLURM_STEP_NUM_TASKS")? {
+        Some(n) => Some(n),
+        None if env("SLURM_JOB_ID").is_some() && env("SLURM_STEP_ID").is_none() => None,
+        None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
+    })
 }
 
 /// `NCCL_PERF_RENDEZVOUS_BIND`: the address rank 0 listens on, when not the rendezvous one.
@@ -483,13 +557,8 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         return found(launch(launcher, rank, size, local, addr, job));
     }
     // A real job step (srun) sets SLURM_STEP_NUM_TASKS, or at least SLURM_STEP_ID (then
-    // SLURM_NTASKS counts). With a job id but no step, this is the batch script itself (one
-    // process, whatever SLURM_NTASKS says the job may run).
-    let slurm_size = match num(env, "SLURM_STEP_NUM_TASKS")? {
-        Some(n) => Some(n),
-        None if env("SLURM_JOB_ID").is_some() && env("SLURM_STEP_ID").is_none() => None,
-        None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
-    };
+    // SLURM_NTASKS counts); not the batch script itself.
+    let slurm_size = slurm_step_size(env)?;
     if let (Some(rank), Some(size)) = (num(env, "SLURM_PROCID")?, slurm_size) {
         let nodes = [
             "SLURM_STEP_NODELIST",

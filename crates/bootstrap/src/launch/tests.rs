@@ -366,6 +366,70 @@ fn a_launcher_rank_above_0_never_runs_alone() {
 }
 
 #[test]
+fn a_launcher_size_above_1_without_a_rank_never_runs_alone() {
+    // torchrun-style variables without RANK: every process would be a lone rank 0.
+    let torch = [
+        ("WORLD_SIZE", "4"),
+        ("MASTER_ADDR", "10.0.0.1"),
+        ("MASTER_PORT", "29500"),
+    ];
+    for mpi_built in [false, true] {
+        let m = launch_error(&torch, mpi_built);
+        assert!(
+            m.starts_with("wrong launch: WORLD_SIZE=4 ")
+                && m.contains("RANK or JOB_COMPLETION_INDEX not set")
+                && m.contains("MASTER_ADDR=10.0.0.1")
+                && m.contains("NCCL_PERF_BOOTSTRAP=single")
+                && !m.contains('\n')
+                && !m.contains("  "),
+            "{m}"
+        );
+    }
+    // Forced to the launcher's variables: the same cause, not "no launcher variables".
+    let mut forced = torch.to_vec();
+    forced.push(("NCCL_PERF_BOOTSTRAP", "env"));
+    assert!(launch_error(&forced, false).contains("WORLD_SIZE=4 says"));
+    // A Slurm step, Open MPI and PMI sizes without their rank (a rendezvous named, so no
+    // wire-up or MPI library is tried).
+    for (vars, var) in [
+        (
+            &[
+                ("SLURM_JOB_ID", "7"),
+                ("SLURM_STEP_ID", "0"),
+                ("SLURM_NTASKS", "2"),
+            ][..],
+            "SLURM_NTASKS=2",
+        ),
+        (
+            &[("SLURM_STEP_NUM_TASKS", "8")][..],
+            "SLURM_STEP_NUM_TASKS=8",
+        ),
+        (
+            &[("OMPI_COMM_WORLD_SIZE", "3")][..],
+            "OMPI_COMM_WORLD_SIZE=3",
+        ),
+        (&[("PMI_SIZE", "2")][..], "PMI_SIZE=2"),
+    ] {
+        let mut v = vars.to_vec();
+        v.push(("NCCL_PERF_RENDEZVOUS", "h:1234"));
+        let m = launch_error(&v, false);
+        assert!(m.starts_with(&format!("wrong launch: {var} says")), "{m}");
+    }
+    // A size of 1, a batch script's job size and a size on purpose stay one process.
+    assert_eq!(
+        detect_with(&[("WORLD_SIZE", "1")], false).unwrap(),
+        Launch::Single
+    );
+    assert_eq!(
+        detect_with(&[("SLURM_JOB_ID", "7"), ("SLURM_NTASKS", "8")], false).unwrap(),
+        Launch::Single
+    );
+    let mut single = torch.to_vec();
+    single.push(("NCCL_PERF_BOOTSTRAP", "single"));
+    assert_eq!(detect_with(&single, false).unwrap(), Launch::Single);
+}
+
+#[test]
 fn world_sizes_are_bounded_and_job_ids_kept() {
     for size in ["18446744073709551615", "100000000", "65537"] {
         let m = launch_error(
