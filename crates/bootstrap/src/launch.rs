@@ -137,7 +137,7 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         }
         "env" => {
             not_a_rankless_size(env)?;
-            return from_launcher(env, timeout, !mpi_built)?
+            return from_launcher(env, timeout, Asked::Forced)?
                 .map(Launch::Tcp)
                 .ok_or_else(|| {
                     Error::Launch(
@@ -163,20 +163,20 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         // An MPI launcher with no wire-up we speak: its variables alone where they do (one
         // process, or Slurm's node list), else its MPI library.
         if kind == Kind::MpiLib {
-            if let Ok(Some(t)) = from_launcher(env, timeout, !mpi_built)
+            if let Ok(Some(t)) = from_launcher(env, timeout, Asked::auto(mpi_built))
                 && (t.size <= 1 || !t.host.is_empty())
             {
                 return Ok(Launch::Tcp(t));
             }
             return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
         }
-        let fallback = from_launcher(env, timeout, !mpi_built)
+        let fallback = from_launcher(env, timeout, Asked::auto(mpi_built))
             .ok()
             .flatten()
             .filter(|t| t.size > 1 && !t.host.is_empty());
         return engine_launch(env, timeout, kind, fallback).map(|e| Launch::Engine(Box::new(e)));
     }
-    match from_launcher(env, timeout, !mpi_built)? {
+    match from_launcher(env, timeout, Asked::auto(mpi_built))? {
         Some(t) => Ok(Launch::Tcp(t)),
         None => not_a_lone_rank(env)
             .and_then(|()| not_a_rankless_size(env))
@@ -457,9 +457,31 @@ fn port_var(env: Env, name: &str) -> Result<Option<u16>> {
     }
 }
 
-/// Finds the launcher's variables. `no_mpi`: this binary cannot use MPI (for the message when an
-/// MPI launcher started it without a rendezvous address).
-fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<TcpLaunch>> {
+/// How the launcher's variables came to be read, for the message when they give no way to meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// `NCCL_PERF_BOOTSTRAP=env`: the user asked for them alone.
+    Forced,
+    /// Found on their own by a binary built without MPI.
+    NoMpi,
+    /// Found on their own by a binary built with MPI (no MPI launcher started it).
+    MpiBuilt,
+}
+
+impl Asked {
+    /// Found on their own (no `NCCL_PERF_BOOTSTRAP`).
+    fn auto(mpi_built: bool) -> Asked {
+        if mpi_built {
+            Asked::MpiBuilt
+        } else {
+            Asked::NoMpi
+        }
+    }
+}
+
+/// Finds the launcher's variables. `asked`: how (for the message when a launcher started this
+/// process without a rendezvous address).
+fn from_launcher(env: Env, timeout: Duration, asked: Asked) -> Result<Option<TcpLaunch>> {
     let explicit = match env(RENDEZVOUS.name).filter(|v| !v.trim().is_empty()) {
         Some(v) => Some(
             parse_address(&v).map_err(|e| Error::Usage(format!("NCCL_PERF_RENDEZVOUS: {e}")))?,
@@ -505,7 +527,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             )));
         }
         if t.size > 1 && t.host.is_empty() {
-            return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+            return Err(Error::Launch(no_rendezvous(&t, asked)));
         }
         if t.size > 1 {
             t.secret = Secret::from_env(
@@ -598,7 +620,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
     }
     if let Some(rank) = num(env, "PMIX_RANK")?.filter(|r| *r > 0) {
         let t = launch("PMIx", rank, rank + 1, None, None, String::new());
-        return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+        return Err(Error::Launch(no_rendezvous(&t, asked)));
     }
     Ok(None)
 }
@@ -608,11 +630,11 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
 /// of each node (local rank 0; rank 0 where the launcher gives no local rank) says it in full:
 /// the processes cannot talk yet, and 32 (or 1024) copies of one paragraph hide the point. The
 /// others say in one line who explains.
-fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
-    let why = if no_mpi {
-        "this binary was built without MPI"
-    } else {
-        "NCCL_PERF_BOOTSTRAP=env was asked for"
+fn no_rendezvous(t: &TcpLaunch, asked: Asked) -> String {
+    let why = match asked {
+        Asked::Forced => "NCCL_PERF_BOOTSTRAP=env was asked for",
+        Asked::NoMpi => "this binary was built without MPI",
+        Asked::MpiBuilt => "no MPI launcher started it",
     };
     let size = if t.launcher == "PMIx" {
         "several".to_string()
@@ -635,11 +657,20 @@ fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
             t.rank, t.launcher
         );
     }
+    let fix = match asked {
+        // The default (auto) starts through the launcher's wire-up or MPI library.
+        Asked::Forced => {
+            "Unset NCCL_PERF_BOOTSTRAP (every build then starts through the launcher's wire-up \
+             or its MPI library)"
+        }
+        Asked::NoMpi => "Either use a build with MPI (`cargo build --features mpi`)",
+        Asked::MpiBuilt => "Either start it through an MPI launcher (mpirun, srun --mpi=pmix)",
+    };
     format!(
         "wrong launch: {} started this process as rank {} of {size}, but {why} and no rendezvous \
-         address is set, so each process would run alone as rank 0 of 1. Either use a build with \
-         MPI (`cargo build --features mpi`), or give every process \
-         NCCL_PERF_RENDEZVOUS=<host of rank 0>:<free port> (with mpirun: -x NCCL_PERF_RENDEZVOUS=...)",
+         address is set, so each process would run alone as rank 0 of 1. {fix}, or give every \
+         process NCCL_PERF_RENDEZVOUS=<host of rank 0>:<free port> (with mpirun: -x \
+         NCCL_PERF_RENDEZVOUS=...)",
         t.launcher, t.rank
     )
 }

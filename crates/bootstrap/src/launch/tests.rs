@@ -157,17 +157,32 @@ fn openmpi_without_mpi_needs_a_rendezvous() {
     let e = launch_error(&mpirun, false);
     assert_eq!(
         e,
-        "wrong launch: rank 1 of 2 cannot meet the others (mpirun (OpenMPI); this binary was \
-         built without MPI, no NCCL_PERF_RENDEZVOUS): local rank 0 on this node says how to fix it"
+        "wrong launch: rank 1 of 2 cannot meet the others (mpirun (OpenMPI); \
+         NCCL_PERF_BOOTSTRAP=env was asked for, no NCCL_PERF_RENDEZVOUS): local rank 0 on this \
+         node says how to fix it"
     );
+    // The first of the node explains: unset the forced mode (the default starts through the
+    // launcher's wire-up in every build), not another build.
     let mut first = mpirun.to_vec();
     first[2] = ("OMPI_COMM_WORLD_LOCAL_RANK", "0");
-    let e = launch_error(&first, false);
+    for mpi_built in [false, true] {
+        let e = launch_error(&first, mpi_built);
+        assert!(
+            e.contains("rank 1 of 2")
+                && e.contains("NCCL_PERF_BOOTSTRAP=env was asked for")
+                && e.contains("Unset NCCL_PERF_BOOTSTRAP")
+                && e.contains("NCCL_PERF_RENDEZVOUS=<host of rank 0>")
+                && !e.contains("--features mpi")
+                && !e.contains("without MPI"),
+            "{e}"
+        );
+    }
+    // Found on their own by a build without MPI (no wire-up to reach): another build helps.
+    let e = launch_error(&[("RANK", "0"), ("WORLD_SIZE", "2")], false);
     assert!(
-        e.contains("rank 1 of 2") && e.contains("without MPI"),
+        e.contains("built without MPI") && e.contains("--features mpi"),
         "{e}"
     );
-    assert!(e.contains("--features mpi"), "{e}");
     let mut with = mpirun.to_vec();
     with.push(("NCCL_PERF_RENDEZVOUS", "node7:4000"));
     let t = tcp(&with);
