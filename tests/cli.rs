@@ -47,6 +47,32 @@ fn no_panic(o: &Output) {
 }
 
 #[test]
+fn version_prints_one_line_and_exits_0() {
+    for bin in BINARIES {
+        let name = std::path::Path::new(bin)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for flag in ["--version", "--vers"] {
+            let o = run(bin, &[flag]);
+            no_panic(&o);
+            assert_eq!(o.status.code(), Some(0), "{name} {flag}");
+            let out = text(&o.stdout);
+            assert_eq!(
+                out,
+                format!(
+                    "{name} nccl-perf {} (nccl-tests version 2.19.6)\n",
+                    env!("CARGO_PKG_VERSION")
+                ),
+                "{name} {flag}"
+            );
+            assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+        }
+    }
+}
+
+#[test]
 fn help_prints_usage_and_exits_0() {
     for bin in BINARIES {
         let o = run(bin, &["-h"]);

@@ -34,7 +34,12 @@ fn odd_jobs_end_cleanly_and_say_why() {
         &topo,
         &config(Kind::Nodes),
     );
-    assert!(report.notes.iter().any(|n| n.contains("--min-busbw")));
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("--locate-min-busbw"))
+    );
     let topo = Topology::uniform(4, 1);
     let (report, _) = locate(
         &mut ModelCluster::new(topo.clone(), 1),
@@ -74,7 +79,11 @@ fn min_busbw_judges_a_lone_node_down_to_its_gpu() {
         "{lines:#?}"
     );
     assert!(report.verdicts[0].below_min);
-    assert!(lines.iter().any(|l| l.contains("(below --min-busbw)")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("(below --locate-min-busbw)"))
+    );
 }
 
 #[test]

@@ -76,5 +76,6 @@ mod ship_dockerfile;
 mod ship_install;
 mod ship_kubernetes;
 mod ship_manuals;
+mod ship_newcomer;
 mod ship_samples;
 mod ship_scripts;

@@ -99,6 +99,14 @@ fn startup() -> Result<Startup, ExitCode> {
             print!("{}", cli::usage(&program));
             return Err(ExitCode::from(code::OK));
         }
+        Err(OptionsError::Version) => {
+            println!(
+                "{program} nccl-perf {} (nccl-tests version {})",
+                env!("CARGO_PKG_VERSION"),
+                nccl_perf_report::table::NCCL_TESTS_VERSION
+            );
+            return Err(ExitCode::from(code::OK));
+        }
         Err(OptionsError::Invalid(msg)) => {
             crate::eline!("{msg}");
             return Err(ExitCode::from(code::ARGS));

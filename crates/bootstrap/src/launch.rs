@@ -136,7 +136,8 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
             ));
         }
         "env" => {
-            return from_launcher(env, timeout, !mpi_built)?
+            not_a_rankless_size(env)?;
+            return from_launcher(env, timeout, Asked::Forced)?
                 .map(Launch::Tcp)
                 .ok_or_else(|| {
                     Error::Launch(
@@ -162,22 +163,24 @@ pub fn detect(env: Env, mpi_built: bool) -> Result<Launch> {
         // An MPI launcher with no wire-up we speak: its variables alone where they do (one
         // process, or Slurm's node list), else its MPI library.
         if kind == Kind::MpiLib {
-            if let Ok(Some(t)) = from_launcher(env, timeout, !mpi_built)
+            if let Ok(Some(t)) = from_launcher(env, timeout, Asked::auto(mpi_built))
                 && (t.size <= 1 || !t.host.is_empty())
             {
                 return Ok(Launch::Tcp(t));
             }
             return engine_launch(env, timeout, kind, None).map(|e| Launch::Engine(Box::new(e)));
         }
-        let fallback = from_launcher(env, timeout, !mpi_built)
+        let fallback = from_launcher(env, timeout, Asked::auto(mpi_built))
             .ok()
             .flatten()
             .filter(|t| t.size > 1 && !t.host.is_empty());
         return engine_launch(env, timeout, kind, fallback).map(|e| Launch::Engine(Box::new(e)));
     }
-    match from_launcher(env, timeout, !mpi_built)? {
+    match from_launcher(env, timeout, Asked::auto(mpi_built))? {
         Some(t) => Ok(Launch::Tcp(t)),
-        None => not_a_lone_rank(env).map(|()| Launch::Single),
+        None => not_a_lone_rank(env)
+            .and_then(|()| not_a_rankless_size(env))
+            .map(|()| Launch::Single),
     }
 }
 
@@ -253,6 +256,77 @@ fn not_a_lone_rank(env: Env) -> Result<()> {
          NCCL_PERF_BOOTSTRAP=single to run one process on purpose",
         set.join(" ")
     )))
+}
+
+/// Each launcher's size variable and the rank variables that go with it: a size above 1 whose
+/// rank is missing is a launch where every process would run alone as rank 0 of 1.
+const SIZE_VARS: &[(&str, &[&str])] = &[
+    ("WORLD_SIZE", &["RANK", "JOB_COMPLETION_INDEX"]),
+    ("OMPI_COMM_WORLD_SIZE", &["OMPI_COMM_WORLD_RANK"]),
+    ("PMI_SIZE", &["PMI_RANK"]),
+];
+
+/// Refuses a single-process run when a launcher says the job has more than one process but
+/// gives this one no rank (`WORLD_SIZE=4` without `RANK`, an srun step without
+/// `SLURM_PROCID`).
+fn not_a_rankless_size(env: Env) -> Result<()> {
+    let slurm = slurm_step_size(env)?.map(|n| {
+        let var = if env("SLURM_STEP_NUM_TASKS").is_some() {
+            "SLURM_STEP_NUM_TASKS"
+        } else if env("SLURM_NTASKS").is_some() {
+            "SLURM_NTASKS"
+        } else {
+            "SLURM_NPROCS"
+        };
+        (var, n, &["SLURM_PROCID"][..])
+    });
+    let mut sizes = Vec::new();
+    for (var, ranks) in SIZE_VARS {
+        if let Some(n) = num(env, var)? {
+            sizes.push((*var, n, *ranks));
+        }
+    }
+    let Some((var, size, ranks)) = sizes
+        .into_iter()
+        .chain(slurm)
+        .find(|(_, n, ranks)| *n > 1 && ranks.iter().all(|r| env(r).is_none()))
+    else {
+        return Ok(());
+    };
+    let set: Vec<String> = [
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "LOCAL_RANK",
+    ]
+    .iter()
+    .filter_map(|v| env(v).map(|x| format!(" {v}={}", super::peer_text::clean(&x, 40))))
+    .collect();
+    Err(Error::Launch(format!(
+        "wrong launch: {var}={size} says this job has {size} processes, but the environment \
+         gives this one no rank ({} not set;{}), so it would run alone as rank 0 of 1. Set \
+         the launcher's rank variable, or NCCL_PERF_BOOTSTRAP=single to run one process on \
+         purpose",
+        ranks.join(" or "),
+        if set.is_empty() {
+            " no other launcher variable".to_string()
+        } else {
+            set.concat()
+        }
+    )))
+}
+
+/// The number of processes of a Slurm job step: `SLURM_STEP_NUM_TASKS`, or with a step id
+/// `SLURM_NTASKS` (`SLURM_NPROCS`). With a job id but no step, this is the batch script itself
+/// (one process, whatever `SLURM_NTASKS` says the job may run): `None`.
+fn slurm_step_size(env: Env) -> Result<Option<usize>> {
+    Ok(match num(env, "SLURM_STEP_NUM_TASKS")? {
+        Some(n) => Some(n),
+        None if env("SLURM_JOB_ID").is_some() && env("SLURM_STEP_ID").is_none() => None,
+        None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
+    })
 }
 
 /// `NCCL_PERF_RENDEZVOUS_BIND`: the address rank 0 listens on, when not the rendezvous one.
@@ -383,9 +457,31 @@ fn port_var(env: Env, name: &str) -> Result<Option<u16>> {
     }
 }
 
-/// Finds the launcher's variables. `no_mpi`: this binary cannot use MPI (for the message when an
-/// MPI launcher started it without a rendezvous address).
-fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<TcpLaunch>> {
+/// How the launcher's variables came to be read, for the message when they give no way to meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// `NCCL_PERF_BOOTSTRAP=env`: the user asked for them alone.
+    Forced,
+    /// Found on their own by a binary built without MPI.
+    NoMpi,
+    /// Found on their own by a binary built with MPI (no MPI launcher started it).
+    MpiBuilt,
+}
+
+impl Asked {
+    /// Found on their own (no `NCCL_PERF_BOOTSTRAP`).
+    fn auto(mpi_built: bool) -> Asked {
+        if mpi_built {
+            Asked::MpiBuilt
+        } else {
+            Asked::NoMpi
+        }
+    }
+}
+
+/// Finds the launcher's variables. `asked`: how (for the message when a launcher started this
+/// process without a rendezvous address).
+fn from_launcher(env: Env, timeout: Duration, asked: Asked) -> Result<Option<TcpLaunch>> {
     let explicit = match env(RENDEZVOUS.name).filter(|v| !v.trim().is_empty()) {
         Some(v) => Some(
             parse_address(&v).map_err(|e| Error::Usage(format!("NCCL_PERF_RENDEZVOUS: {e}")))?,
@@ -431,7 +527,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
             )));
         }
         if t.size > 1 && t.host.is_empty() {
-            return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+            return Err(Error::Launch(no_rendezvous(&t, asked)));
         }
         if t.size > 1 {
             t.secret = Secret::from_env(
@@ -483,13 +579,8 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
         return found(launch(launcher, rank, size, local, addr, job));
     }
     // A real job step (srun) sets SLURM_STEP_NUM_TASKS, or at least SLURM_STEP_ID (then
-    // SLURM_NTASKS counts). With a job id but no step, this is the batch script itself (one
-    // process, whatever SLURM_NTASKS says the job may run).
-    let slurm_size = match num(env, "SLURM_STEP_NUM_TASKS")? {
-        Some(n) => Some(n),
-        None if env("SLURM_JOB_ID").is_some() && env("SLURM_STEP_ID").is_none() => None,
-        None => num(env, "SLURM_NTASKS")?.or(num(env, "SLURM_NPROCS")?),
-    };
+    // SLURM_NTASKS counts); not the batch script itself.
+    let slurm_size = slurm_step_size(env)?;
     if let (Some(rank), Some(size)) = (num(env, "SLURM_PROCID")?, slurm_size) {
         let nodes = [
             "SLURM_STEP_NODELIST",
@@ -529,7 +620,7 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
     }
     if let Some(rank) = num(env, "PMIX_RANK")?.filter(|r| *r > 0) {
         let t = launch("PMIx", rank, rank + 1, None, None, String::new());
-        return Err(Error::Launch(no_rendezvous(&t, no_mpi)));
+        return Err(Error::Launch(no_rendezvous(&t, asked)));
     }
     Ok(None)
 }
@@ -539,11 +630,11 @@ fn from_launcher(env: Env, timeout: Duration, no_mpi: bool) -> Result<Option<Tcp
 /// of each node (local rank 0; rank 0 where the launcher gives no local rank) says it in full:
 /// the processes cannot talk yet, and 32 (or 1024) copies of one paragraph hide the point. The
 /// others say in one line who explains.
-fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
-    let why = if no_mpi {
-        "this binary was built without MPI"
-    } else {
-        "NCCL_PERF_BOOTSTRAP=env was asked for"
+fn no_rendezvous(t: &TcpLaunch, asked: Asked) -> String {
+    let why = match asked {
+        Asked::Forced => "NCCL_PERF_BOOTSTRAP=env was asked for",
+        Asked::NoMpi => "this binary was built without MPI",
+        Asked::MpiBuilt => "no MPI launcher started it",
     };
     let size = if t.launcher == "PMIx" {
         "several".to_string()
@@ -566,11 +657,20 @@ fn no_rendezvous(t: &TcpLaunch, no_mpi: bool) -> String {
             t.rank, t.launcher
         );
     }
+    let fix = match asked {
+        // The default (auto) starts through the launcher's wire-up or MPI library.
+        Asked::Forced => {
+            "Unset NCCL_PERF_BOOTSTRAP (every build then starts through the launcher's wire-up \
+             or its MPI library)"
+        }
+        Asked::NoMpi => "Either use a build with MPI (`cargo build --features mpi`)",
+        Asked::MpiBuilt => "Either start it through an MPI launcher (mpirun, srun --mpi=pmix)",
+    };
     format!(
         "wrong launch: {} started this process as rank {} of {size}, but {why} and no rendezvous \
-         address is set, so each process would run alone as rank 0 of 1. Either use a build with \
-         MPI (`cargo build --features mpi`), or give every process \
-         NCCL_PERF_RENDEZVOUS=<host of rank 0>:<free port> (with mpirun: -x NCCL_PERF_RENDEZVOUS=...)",
+         address is set, so each process would run alone as rank 0 of 1. {fix}, or give every \
+         process NCCL_PERF_RENDEZVOUS=<host of rank 0>:<free port> (with mpirun: -x \
+         NCCL_PERF_RENDEZVOUS=...)",
         t.launcher, t.rank
     )
 }

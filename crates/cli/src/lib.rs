@@ -81,6 +81,8 @@ pub fn our_usage() -> String {
 pub struct RawArgs {
     /// `-h` was given.
     pub help: bool,
+    /// `--version` was given (ours; long form only).
+    pub version: bool,
     /// `--dry-run` was given (ours; long form only, not in the upstream usage text).
     pub dry_run: bool,
     /// `--explain` was given (ours; long form only).
@@ -192,6 +194,7 @@ where
     let matches = command().try_get_matches_from(args).map_err(describe)?;
     let mut raw = RawArgs {
         help: matches.get_flag("help"),
+        version: matches.get_flag("version"),
         dry_run: matches.get_flag("dry-run"),
         explain: matches.get_flag("explain"),
         health: matches.get_flag("health"),
@@ -349,6 +352,8 @@ mod tests {
     fn help_flag_and_usage_lists_every_option() {
         assert!(parse(["-h"]).unwrap().help);
         assert!(parse(["--help"]).unwrap().help);
+        assert!(parse(["--version"]).unwrap().version);
+        assert!(!parse(["-h"]).unwrap().version);
         let u = usage("all_reduce_perf");
         let upstream = upstream_usage("all_reduce_perf");
         assert!(u.starts_with(&upstream));

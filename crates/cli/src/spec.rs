@@ -246,6 +246,15 @@ pub const OPTIONS: &[Spec] = &[
     },
     Spec {
         short: None,
+        long: "version",
+        usage: None,
+        help: "Print the program's name and version (nccl-perf's, and the nccl-tests version it follows) on one line, and exit 0",
+        default: Unset("off"),
+        value: Flag,
+        metavar: None,
+    },
+    Spec {
+        short: None,
         long: "dry-run",
         usage: None,
         help: "Bootstrap, check the launch and print each rank's host, GPU, sizes and memory, then exit 0 without loading CUDA or NCCL",

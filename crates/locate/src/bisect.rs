@@ -69,7 +69,7 @@ pub struct Job {
     pub state: State,
     /// The latest ratio of the suspected set.
     pub ratio: Option<f64>,
-    /// Named through `--min-busbw` at the start.
+    /// Named through `--locate-min-busbw` at the start.
     pub below_min: bool,
     /// The measurements so far, one phrase each.
     pub evidence: Vec<String>,

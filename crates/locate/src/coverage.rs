@@ -74,7 +74,7 @@ pub fn unseen(topo: &Topology, history: &[RoundRecord], th: &Thresholds) -> Vec<
     if th.min_busbw.is_none() {
         out.push(
             "a slowdown shared by every group of a shape (one rail's switch under every pair, \
-             the whole fabric): groups are judged only against each other; --min-busbw sets \
+             the whole fabric): groups are judged only against each other; --locate-min-busbw sets \
              an absolute floor"
                 .to_string(),
         );

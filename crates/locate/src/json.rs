@@ -96,7 +96,7 @@ pub struct GroupJson {
     pub reference: Option<f64>,
     /// busbw / reference.
     pub ratio: Option<f64>,
-    /// Below `--min-busbw`.
+    /// Below `--locate-min-busbw`.
     pub below_min: bool,
 }
 

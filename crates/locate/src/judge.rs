@@ -8,7 +8,7 @@
 //!   against healthy groups of that shape in an earlier round (or a reference a schedule
 //!   knows, e.g. the median pair of `full`), else against their sibling (the other half of the
 //!   same suspect in a bisection);
-//! * `--min-busbw` against whole nodes, whole rails and pairs of nodes.
+//! * `--locate-min-busbw` against whole nodes, whole rails and pairs of nodes.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +25,7 @@ use super::topology::Topology;
 pub enum State {
     /// As fast as its reference.
     Ok,
-    /// Low against its reference, or below `--min-busbw`.
+    /// Low against its reference, or below `--locate-min-busbw`.
     Slow,
     /// No result before the deadline.
     Hung,
@@ -78,7 +78,7 @@ pub struct Judgement {
     pub reference: Option<Reference>,
     /// busbw as a multiple of the reference.
     pub ratio: Option<f64>,
-    /// Below `--min-busbw`.
+    /// Below `--locate-min-busbw`.
     pub below_min: bool,
 }
 
@@ -101,7 +101,7 @@ fn owner(subject: &Subject) -> Option<(u8, usize)> {
     }
 }
 
-/// Whether `--min-busbw` applies: whole nodes, whole rails and pairs of whole nodes.
+/// Whether `--locate-min-busbw` applies: whole nodes, whole rails and pairs of whole nodes.
 fn whole(subject: &Subject) -> bool {
     matches!(
         subject,

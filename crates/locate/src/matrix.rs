@@ -100,7 +100,7 @@ pub struct NodeScore {
     pub pairs: usize,
     /// Named slow.
     pub slow: bool,
-    /// Below `--min-busbw`.
+    /// Below `--locate-min-busbw`.
     pub below_min: bool,
     /// Slow, or hung/error when most of its pairs were.
     pub state: State,
@@ -115,7 +115,7 @@ pub struct Findings {
     pub pair_ref: Option<Reference>,
     /// Per node (`None`: no pair measured).
     pub scores: Vec<Option<NodeScore>>,
-    /// Pairs without a slow node that are low, hung, failed or below `--min-busbw`.
+    /// Pairs without a slow node that are low, hung, failed or below `--locate-min-busbw`.
     pub links: Vec<(usize, usize)>,
 }
 

@@ -151,7 +151,7 @@ pub fn verdict_lines(report: &Report, topo: &Topology) -> Vec<String> {
             (s, _) => s.name().into(),
         };
         let below = if v.below_min {
-            " (below --min-busbw)"
+            " (below --locate-min-busbw)"
         } else {
             ""
         };

@@ -143,7 +143,7 @@ fn shorten(hosts: &[&str]) -> String {
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// A group of the schedule's main shape (a whole node, a whole rail, a pair of nodes),
-    /// judged against the other groups of its shape; `--min-busbw` applies.
+    /// judged against the other groups of its shape; `--locate-min-busbw` applies.
     Primary,
     /// A group that tests a suspect (a re-pairing, a half in a bisection, a re-test).
     Probe,

@@ -51,7 +51,7 @@ pub enum ThresholdError {
     #[error("spread floor {0} must be >= 0")]
     SpreadFloor(f64),
     /// `min_busbw` negative or not a number.
-    #[error("--min-busbw {0} must be a number >= 0")]
+    #[error("--locate-min-busbw {0} must be a number >= 0")]
     MinBusbw(f64),
 }
 

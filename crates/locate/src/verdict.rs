@@ -184,7 +184,7 @@ pub struct Verdict {
     pub state: State,
     /// Its busbw as a multiple of the reference, where measured.
     pub ratio: Option<f64>,
-    /// Named because it was below `--min-busbw` rather than against the others.
+    /// Named because it was below `--locate-min-busbw` rather than against the others.
     pub below_min: bool,
     /// The measurements behind it, one line.
     pub evidence: String,

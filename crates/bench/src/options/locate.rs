@@ -151,8 +151,7 @@ pub(super) fn read(
         OptionsError::Invalid(
             e.to_string()
                 .replace("MAD threshold", "--locate-threshold")
-                .replace("minimum drop", "--locate-min-drop")
-                .replace("--min-busbw", "--locate-min-busbw"),
+                .replace("minimum drop", "--locate-min-drop"),
         )
     })?;
     let seed = r.int_at_least("locate-seed", 0)? as u64;

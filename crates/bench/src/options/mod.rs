@@ -132,6 +132,8 @@ impl Default for Options {
 pub enum OptionsError {
     /// Print usage and exit 0.
     Help,
+    /// Print the version line and exit 0.
+    Version,
     /// A one-line message; exit 255 like nccl-tests' argument errors.
     Invalid(String),
     /// A recognised option whose behaviour this build does not implement yet (exit 5).
@@ -272,6 +274,9 @@ fn parse_ops(s: &str) -> Result<Vec<RedOp>, OptionsError> {
 pub fn from_args(raw: &RawArgs) -> Result<Parsed, OptionsError> {
     if raw.help {
         return Err(OptionsError::Help);
+    }
+    if raw.version {
+        return Err(OptionsError::Version);
     }
     let raw = &health::with_preset(raw);
     let mut r = Reader {

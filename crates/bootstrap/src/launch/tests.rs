@@ -157,17 +157,32 @@ fn openmpi_without_mpi_needs_a_rendezvous() {
     let e = launch_error(&mpirun, false);
     assert_eq!(
         e,
-        "wrong launch: rank 1 of 2 cannot meet the others (mpirun (OpenMPI); this binary was \
-         built without MPI, no NCCL_PERF_RENDEZVOUS): local rank 0 on this node says how to fix it"
+        "wrong launch: rank 1 of 2 cannot meet the others (mpirun (OpenMPI); \
+         NCCL_PERF_BOOTSTRAP=env was asked for, no NCCL_PERF_RENDEZVOUS): local rank 0 on this \
+         node says how to fix it"
     );
+    // The first of the node explains: unset the forced mode (the default starts through the
+    // launcher's wire-up in every build), not another build.
     let mut first = mpirun.to_vec();
     first[2] = ("OMPI_COMM_WORLD_LOCAL_RANK", "0");
-    let e = launch_error(&first, false);
+    for mpi_built in [false, true] {
+        let e = launch_error(&first, mpi_built);
+        assert!(
+            e.contains("rank 1 of 2")
+                && e.contains("NCCL_PERF_BOOTSTRAP=env was asked for")
+                && e.contains("Unset NCCL_PERF_BOOTSTRAP")
+                && e.contains("NCCL_PERF_RENDEZVOUS=<host of rank 0>")
+                && !e.contains("--features mpi")
+                && !e.contains("without MPI"),
+            "{e}"
+        );
+    }
+    // Found on their own by a build without MPI (no wire-up to reach): another build helps.
+    let e = launch_error(&[("RANK", "0"), ("WORLD_SIZE", "2")], false);
     assert!(
-        e.contains("rank 1 of 2") && e.contains("without MPI"),
+        e.contains("built without MPI") && e.contains("--features mpi"),
         "{e}"
     );
-    assert!(e.contains("--features mpi"), "{e}");
     let mut with = mpirun.to_vec();
     with.push(("NCCL_PERF_RENDEZVOUS", "node7:4000"));
     let t = tcp(&with);
@@ -363,6 +378,70 @@ fn a_launcher_rank_above_0_never_runs_alone() {
         detect_with(&[("SLURM_PROCID", "0"), ("SLURM_JOB_ID", "7")], false).unwrap(),
         Launch::Single
     );
+}
+
+#[test]
+fn a_launcher_size_above_1_without_a_rank_never_runs_alone() {
+    // torchrun-style variables without RANK: every process would be a lone rank 0.
+    let torch = [
+        ("WORLD_SIZE", "4"),
+        ("MASTER_ADDR", "10.0.0.1"),
+        ("MASTER_PORT", "29500"),
+    ];
+    for mpi_built in [false, true] {
+        let m = launch_error(&torch, mpi_built);
+        assert!(
+            m.starts_with("wrong launch: WORLD_SIZE=4 ")
+                && m.contains("RANK or JOB_COMPLETION_INDEX not set")
+                && m.contains("MASTER_ADDR=10.0.0.1")
+                && m.contains("NCCL_PERF_BOOTSTRAP=single")
+                && !m.contains('\n')
+                && !m.contains("  "),
+            "{m}"
+        );
+    }
+    // Forced to the launcher's variables: the same cause, not "no launcher variables".
+    let mut forced = torch.to_vec();
+    forced.push(("NCCL_PERF_BOOTSTRAP", "env"));
+    assert!(launch_error(&forced, false).contains("WORLD_SIZE=4 says"));
+    // A Slurm step, Open MPI and PMI sizes without their rank (a rendezvous named, so no
+    // wire-up or MPI library is tried).
+    for (vars, var) in [
+        (
+            &[
+                ("SLURM_JOB_ID", "7"),
+                ("SLURM_STEP_ID", "0"),
+                ("SLURM_NTASKS", "2"),
+            ][..],
+            "SLURM_NTASKS=2",
+        ),
+        (
+            &[("SLURM_STEP_NUM_TASKS", "8")][..],
+            "SLURM_STEP_NUM_TASKS=8",
+        ),
+        (
+            &[("OMPI_COMM_WORLD_SIZE", "3")][..],
+            "OMPI_COMM_WORLD_SIZE=3",
+        ),
+        (&[("PMI_SIZE", "2")][..], "PMI_SIZE=2"),
+    ] {
+        let mut v = vars.to_vec();
+        v.push(("NCCL_PERF_RENDEZVOUS", "h:1234"));
+        let m = launch_error(&v, false);
+        assert!(m.starts_with(&format!("wrong launch: {var} says")), "{m}");
+    }
+    // A size of 1, a batch script's job size and a size on purpose stay one process.
+    assert_eq!(
+        detect_with(&[("WORLD_SIZE", "1")], false).unwrap(),
+        Launch::Single
+    );
+    assert_eq!(
+        detect_with(&[("SLURM_JOB_ID", "7"), ("SLURM_NTASKS", "8")], false).unwrap(),
+        Launch::Single
+    );
+    let mut single = torch.to_vec();
+    single.push(("NCCL_PERF_BOOTSTRAP", "single"));
+    assert_eq!(detect_with(&single, false).unwrap(), Launch::Single);
 }
 
 #[test]

@@ -8,6 +8,13 @@ use std::time::Duration;
 /// identity alone can be read or guessed), or a secret short enough to guess offline from one
 /// captured hello.
 pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
+    if let Some(line) = open_note(launch, address) {
+        nccl_perf_facts::eline!("{line}");
+    }
+}
+
+/// The line [`warn_if_open`] prints, if any.
+fn open_note(launch: &TcpLaunch, address: &str) -> Option<String> {
     use nccl_perf_facts::environment::{RENDEZVOUS_KEY, RENDEZVOUS_KEY_FILE};
     let how = format!(
         "set {} (or {}) to one secret of {} or more characters in every process",
@@ -16,21 +23,24 @@ pub(super) fn warn_if_open(launch: &TcpLaunch, address: &str) {
         super::super::auth::SHORT_SECRET
     );
     if !launch.secret.is_set() {
-        nccl_perf_facts::eline!(
-            "nccl-perf: note: the rendezvous at {address} is open to any process that can reach \
-             its port{}; to keep strangers out, {how}",
+        // Every plain srun and torchrun job says it: one short line, docs/security.md the rest.
+        Some(format!(
+            "nccl-perf: note: rendezvous at {address} is open to any process {}; {} closes it",
             if launch.job.is_empty() {
-                ""
+                "reaching it"
             } else {
-                " and knows the launcher's job id"
-            }
-        );
+                "knowing the job id"
+            },
+            RENDEZVOUS_KEY.name
+        ))
     } else if launch.secret.is_short() {
-        nccl_perf_facts::eline!(
+        Some(format!(
             "nccl-perf: warning: the rendezvous key is shorter than {} characters: it can be \
              guessed offline from one captured hello; {how}",
             super::super::auth::SHORT_SECRET
-        );
+        ))
+    } else {
+        None
     }
 }
 
@@ -85,4 +95,47 @@ pub fn rank_list(ranks: &[usize], hosts: Option<&[String]>) -> String {
         parts.push(format!("and {more} more"));
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain `srun` step of two processes, without a key.
+    fn srun_step() -> TcpLaunch {
+        TcpLaunch {
+            launcher: "slurm",
+            rank: 0,
+            size: 2,
+            local_rank: Some(0),
+            host: "node01".into(),
+            port: 22766,
+            expected_hosts: None,
+            job: "slurm:4242.0".into(),
+            secret: Default::default(),
+            bind: None,
+            timeout: Duration::from_secs(120),
+            silence: None,
+        }
+    }
+
+    #[test]
+    fn the_open_rendezvous_note_is_one_short_line() {
+        let mut t = srun_step();
+        for job in ["slurm:4242.0", ""] {
+            t.job = job.into();
+            let note = open_note(&t, "node01:22766").unwrap_or_default();
+            // Every plain srun and torchrun job prints it: one terminal line, not three.
+            assert!(
+                note.starts_with(
+                    "nccl-perf: note: rendezvous at node01:22766 is open to any process"
+                ) && note.contains("NCCL_PERF_RENDEZVOUS_KEY")
+                    && !note.contains('\n')
+                    && note.len() <= 125,
+                "{} characters: {note}",
+                note.len()
+            );
+            assert_eq!(note.contains("job id"), !job.is_empty(), "{note}");
+        }
+    }
 }

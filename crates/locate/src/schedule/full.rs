@@ -163,7 +163,7 @@ pub(super) fn suspects(cx: &Context) -> (Vec<NodeSuspect>, Vec<LinkSuspect>, Vec
             }
             if s.below_min {
                 why += &format!(
-                    "; its median pair is below --min-busbw ({:.1} GB/s)",
+                    "; its median pair is below --locate-min-busbw ({:.1} GB/s)",
                     s.score
                 );
             }

@@ -367,7 +367,7 @@ impl Schedule for Quick {
         if self.good.is_empty() && !self.matching.is_empty() {
             c.notes.push(
                 "no pair of the matching was healthy: no known-good node to compare with \
-                 (run full, or set --min-busbw)"
+                 (run full, or set --locate-min-busbw)"
                     .into(),
             );
         }

@@ -152,7 +152,7 @@ impl<P: Part> Whole<P> {
             if judged.iter().any(|(_, j)| j.state == State::Unjudged) {
                 let noun = P::NOUN;
                 self.notes.push(format!(
-                    "a lone {noun} has no other {noun} to be compared with: set --min-busbw to \
+                    "a lone {noun} has no other {noun} to be compared with: set --locate-min-busbw to \
                      judge it"
                 ));
             }
@@ -171,7 +171,7 @@ impl<P: Part> Whole<P> {
                         why += &format!(" ({:.1} GB/s)", r.value);
                     }
                     if j.below_min {
-                        why += ", below --min-busbw";
+                        why += ", below --locate-min-busbw";
                     }
                     let units = P::units(topo, i);
                     self.bisector

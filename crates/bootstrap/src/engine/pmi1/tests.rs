@@ -187,6 +187,7 @@ fn a_silent_launcher_ends_at_the_deadline() {
 #[test]
 fn an_endless_line_is_refused() {
     let (c, s) = UnixStream::pair().unwrap();
+    let (written, all_written) = std::sync::mpsc::channel();
     let writer = thread::spawn(move || {
         let mut s = s;
         let chunk = vec![b'x'; 4096];
@@ -195,7 +196,16 @@ fn an_endless_line_is_refused() {
                 break;
             }
         }
+        let _ = written.send(());
+        // A launcher keeps its end open while the process runs: closing it here could make the
+        // client's first request fail (EPIPE) before it reads the line. Wait for the client to
+        // close (its requests are read and dropped).
+        let _ = std::io::copy(&mut s, &mut std::io::sink());
     });
+    // The order that failed now and then: the whole line sent before the client's `cmd=init`
+    // (waited for only as long as it takes: a writer blocked on a full socket goes on once the
+    // client reads, and the result is the same in either order).
+    let _ = all_written.recv_timeout(Duration::from_secs(10));
     let e = start(c, 5.0).err().unwrap().to_string();
     assert!(e.contains("longer than"), "{e}");
     writer.join().unwrap();
