@@ -64,13 +64,33 @@ impl Outcome {
 /// `qemu-aarch64 -L SYSROOT`, cargo's `runner`), the test process itself runs in the emulator,
 /// and an emulated process cannot exec a foreign binary: every program the tests start — a
 /// benchmark, `nccl-perf`, one handed to `timeout`, `mpirun` or a script — goes through this
-/// prefix. Host tools (`bash`, `mpirun`, `cc`) start as they are.
+/// prefix. Host tools (`bash`, `mpirun`, `cc`) start as they are. The prefix's program is
+/// found on this process' `PATH` now, so that a test that gives a child another `PATH` (a
+/// relative one, in the library-search tests) still starts it.
 pub fn runner() -> Vec<OsString> {
-    std::env::var("NCCL_PERF_TEST_RUNNER")
+    let mut words: Vec<OsString> = std::env::var("NCCL_PERF_TEST_RUNNER")
         .unwrap_or_default()
         .split_whitespace()
         .map(OsString::from)
-        .collect()
+        .collect();
+    if let Some(first) = words.first_mut()
+        && let Some(found) = on_path(first)
+    {
+        *first = found.into_os_string();
+    }
+    words
+}
+
+/// `name` as an absolute path found on this process' `PATH` (`None` for a path already, or
+/// when not found).
+fn on_path(name: &OsStr) -> Option<PathBuf> {
+    if name.to_string_lossy().contains('/') {
+        return None;
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 /// `Command` for one of our programs, through [`runner`] when there is one.
