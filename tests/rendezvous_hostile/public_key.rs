@@ -188,10 +188,33 @@ fn a_seated_stranger_that_sends_and_stays_connected_loses_its_seat() {
 fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
     // Before: the door made room by sending the oldest waiting connection an abort, and a real
     // rank that got it exited 6 as a wrong launch; the job then timed out.
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
     let _alone = heavy();
     more_files();
+    // The door filling up is the flood's premise, which the machine's load decides (a busy
+    // machine resets the flood's connections before the door holds 512): up to three floods
+    // until one fills it. Every flood's job must form, full door or not.
+    for attempt in 1..=3 {
+        let (full, err) = flood_the_door();
+        if full {
+            return;
+        }
+        eprintln!("flood {attempt}: the door never held 512 connections at once");
+        // Under an emulator (ci/arm64.sh) rank 0's door runs emulated while the flood's
+        // connects are the host kernel's: it accepts (and signs each connection's challenge)
+        // so much slower that the flood closes its oldest connections before the door reaches
+        // them, and the door may never hold 512; the job must still form.
+        if !programs::runner().is_empty() {
+            return;
+        }
+        assert!(attempt < 3, "three floods never filled the door: {err}");
+    }
+}
+
+/// One flood of connections at rank 0's door while the job forms: every rank must exit 0.
+/// Whether the door filled up (more than 512 waiting at once), and rank 0's stderr.
+fn flood_the_door() -> (bool, String) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
     let port = programs::free_port();
     let start = Instant::now();
     let timeout = [("NCCL_PERF_BOOTSTRAP_TIMEOUT", "20")];
@@ -254,16 +277,8 @@ fn a_flood_that_keeps_the_door_full_makes_no_real_rank_quit() {
             .filter(|l| l.contains("for load"))
             .collect::<String>()
     );
-    // The door filled up (the flood's premise). Under an emulator (ci/arm64.sh) rank 0's door
-    // runs emulated while the flood's connects are the host kernel's: it accepts (and signs
-    // each connection's challenge) so much slower that the flood closes its oldest connections
-    // before the door reaches them, and the door may never hold 512; the job must still form.
     let full = err.contains("closed for load (more than 512 waiting at once), from 127.0.0.1");
-    if programs::runner().is_empty() {
-        assert!(full, "{err}");
-    } else if !full {
-        eprintln!("under the emulator the door never held 512 connections at once");
-    }
+    (full, err)
 }
 
 #[test]
