@@ -189,7 +189,14 @@ fn env_run(vars: &[(&str, &str)]) -> Output {
     }
     let start = Instant::now();
     let (o, peak) = finish(c.spawn().unwrap(), start, Duration::from_secs(10));
-    assert!(peak < 64 << 10, "{peak} KiB");
+    // Under an emulator (ci/arm64.sh) the process measured is qemu, whose translated code
+    // counts too (seen: 298,512 KiB for a dry run of 9 MiB): there only a runaway is caught.
+    let bound = if programs::runner().is_empty() {
+        64 << 10
+    } else {
+        1 << 20
+    };
+    assert!(peak < bound, "{peak} KiB");
     o
 }
 
