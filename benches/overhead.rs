@@ -332,10 +332,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if args.explain {
-        // Before NCCL is loaded, as the benchmarks do: both loops then run with the plugins
-        // loaded and their activation mask empty.
-        let i = nccl_perf_bench::gpu::plugins::install();
+    // Before NCCL is loaded, as the benchmarks do (the hang watch's profiler always, explain's
+    // plugins with --explain): both loops then run with the plugins loaded and, one node,
+    // their activation mask empty.
+    nccl_perf_bench::gpu::plugins::install(args.explain, true);
+    if let Some(i) = nccl_perf_capture::installed() {
         println!(
             "explain plugins: profiler {:?}, tuner {:?} (None: ours)",
             i.profiler, i.tuner

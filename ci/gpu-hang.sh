@@ -3,8 +3,10 @@
 # (ci/vcluster.sh, our environment bootstrap over TCP): healthy runs and a slowed link (no hang
 # may be called), then three injected hangs on rank 2 of 4 and of 8 ranks:
 #   host  NCCL_PERF_TEST_HOST_STOP_OP: its benchmark thread stops before an operation
-#   gpu   NCCL_PERF_TEST_STALL_MS: its streams are held before the first timed loop
+#   gpu   NCCL_PERF_TEST_STALL_MS: its streams are held before the first timed loop (verdict
+#         `gpu`, rank 2: data that arrived waits for its GPU)
 #   link  ci/hang-shim.c under LD_PRELOAD: its network data sends stop (EAGAIN forever)
+#         (verdict `link`, from rank 2 to a peer: its send stuck in SendWait)
 # Each hang: every rank's exit code, rank 0's verdict line, the JSON record, the wall time,
 # and the processes left. One PASS/FAIL line per check into OUT/hang-checks.txt; every case's
 # logs in OUT/hang-logs.tar.gz.
@@ -100,9 +102,10 @@ hang_case() { # name ranks verdict-regex json-verdict-regex vcluster-options...
 part hangs && for n in 4 8; do
   hang_case "host$n" "$n" "hang: rank 2 \(vnode2, pid [0-9]+\) never started operation 30 " \
     "^never_started 2 30$" -r 2:NCCL_PERF_TEST_HOST_STOP_OP=30
-  hang_case "gpu$n" "$n" "hang: all $n threads enqueued operation" "^all_waiting" \
+  hang_case "gpu$n" "$n" "hang: the GPU of rank 2 \(vnode2\) stopped at operation" "^gpu 2 " \
     -r 2:NCCL_PERF_TEST_STALL_MS=600000
-  hang_case "link$n" "$n" "hang: " "^(all_waiting|never_started)" \
+  hang_case "link$n" "$n" "hang: the link from rank 2 \(vnode2\) to rank [0-9]+ \(vnode[0-9]+\) stopped" \
+    "^link ([0-9]+,)*2(,[0-9]+)* [0-9]+$" \
     -r "2:LD_PRELOAD=$W/hang-shim.so" -r 2:HANGSHIM_AFTER_MS=9000
 done
 # --health: the collective that hung is judged 'hung' in its lines and files.

@@ -122,10 +122,11 @@ fn startup() -> Result<Startup, ExitCode> {
     for n in &parsed.notices {
         crate::eline!("{n}");
     }
-    if parsed.options.explain.is_some() {
-        // Before any thread starts and before NCCL is loaded (the discover phase loads it).
-        gpu::plugins::install();
-    }
+    // Before any thread starts and before NCCL is loaded (the discover phase loads it).
+    gpu::plugins::install(
+        parsed.options.explain.is_some(),
+        parsed.options.hang_timeout_s > 0.0,
+    );
     let args = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())

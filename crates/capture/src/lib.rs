@@ -13,18 +13,23 @@
 //! explain. The runner arms around one extra, untimed call per size and half, then [`take`]s
 //! what the plugins saw ([`store`]).
 //!
+//! The hang watch uses the profiler too, on every run ([`install_profiler`]): in a job of more
+//! than one node the mask keeps NCCL's proxy operations and steps on, which [`links`] records
+//! in a fixed table so the watch can name a link that stopped.
+//!
 //! Raw pointers and C calls live in one module, `ffi` (re-exported as [`abi`], [`chain`],
 //! [`install`](mod@install), [`profiler`] and [`tuner`]), the only one allowed `unsafe_code`:
 //! the workspace denies it everywhere else (the root `Cargo.toml`'s `[workspace.lints]`).
 
 #[allow(unsafe_code)]
 mod ffi;
+pub mod links;
 pub mod silent;
 pub mod store;
 
 pub use ffi::window::{arm, take};
 pub use ffi::{abi, abi_v1_v3, chain, install, profiler, profiler_v1_v3, tuner};
-pub use install::{Installed, install, installed};
+pub use install::{Installed, install, install_profiler, installed};
 pub use store::Taken;
 
 /// Serializes the tests that arm the process-wide plugins.

@@ -80,11 +80,33 @@ pub struct NetPlugin {
     pub data: *mut c_void,
 }
 
+/// The proxy operation member (v4 and v5 alike): one channel's sends to, or receives from,
+/// one peer.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ProxyOp {
+    pub pid: c_int,
+    pub channel_id: u8,
+    pub peer: c_int,
+    pub n_steps: c_int,
+    pub chunk_size: c_int,
+    pub is_send: c_int,
+}
+
+/// The proxy step member.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ProxyStep {
+    pub step: c_int,
+}
+
 /// The members of the descriptor union that we read.
 #[repr(C)]
 pub union Body {
     pub coll: Coll,
     pub p2p: P2p,
+    pub proxy_op: ProxyOp,
+    pub proxy_step: ProxyStep,
     pub net: NetPlugin,
 }
 
@@ -289,6 +311,24 @@ pub unsafe fn read_p2p(body: *const Body) -> P2p {
     unsafe { addr_of!((*body).p2p).read() }
 }
 
+/// The proxy operation member of a descriptor's union.
+///
+/// # Safety
+/// `body` points into a live descriptor whose type is a proxy operation.
+pub unsafe fn read_proxy_op(body: *const Body) -> ProxyOp {
+    // SAFETY: the caller's contract.
+    unsafe { addr_of!((*body).proxy_op).read() }
+}
+
+/// The proxy step member of a descriptor's union.
+///
+/// # Safety
+/// `body` points into a live descriptor whose type is a proxy step.
+pub unsafe fn read_proxy_step(body: *const Body) -> ProxyStep {
+    // SAFETY: the caller's contract.
+    unsafe { addr_of!((*body).proxy_step).read() }
+}
+
 /// The network plugin member of a descriptor's union.
 ///
 /// # Safety
@@ -334,6 +374,10 @@ mod tests {
         assert_eq!(offset_of!(Coll, proto), 72);
         assert_eq!(offset_of!(P2p, peer), 32);
         assert_eq!(offset_of!(P2p, n_channels), 36);
+        assert_eq!(offset_of!(ProxyOp, channel_id), 4);
+        assert_eq!(offset_of!(ProxyOp, peer), 8);
+        assert_eq!(offset_of!(ProxyOp, n_steps), 12);
+        assert_eq!(offset_of!(ProxyOp, is_send), 20);
         assert_eq!(size_of::<ProfilerV5>(), 6 * 8);
         assert_eq!(size_of::<TunerV5>(), 4 * 8);
     }

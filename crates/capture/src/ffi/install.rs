@@ -285,6 +285,32 @@ pub unsafe fn install() -> &'static Installed {
     INSTALLED.get_or_init(|| installed)
 }
 
+/// Points NCCL at the built-in profiler alone, for the hang watch's view of the network links
+/// ([`crate::links`], which it enables), unless a profiler is configured (the user's stays and
+/// the links are not shown). Returns `None` when ours is in, else why not.
+///
+/// # Safety
+/// As [`install`]: before the program starts any thread, and before NCCL is loaded.
+pub unsafe fn install_profiler() -> Option<String> {
+    std::hint::black_box((
+        &raw const profiler::ncclProfiler_v5,
+        &raw const profiler::ncclProfiler_v4,
+    ));
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(why) = configured(&PROFILER, &env, &library_exports) {
+        return Some(format!("{why}, so NCCL's network steps are not watched"));
+    }
+    if let Some(symbol) = EXPORTED[..2].iter().find(|s| !program_exports(s)) {
+        return Some(format!(
+            "this program does not export {symbol} (it was linked without nccl-perf's build.rs)"
+        ));
+    }
+    // SAFETY: the caller's contract: no other thread exists yet.
+    unsafe { std::env::set_var(PROFILER.var, STATIC_PLUGIN) };
+    crate::links::enable();
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

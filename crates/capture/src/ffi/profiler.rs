@@ -14,6 +14,7 @@ use crate::abi::{
     self, Body, DescrV4, DescrV5, INTERNAL_ERROR, Logger, NcclResult, ProfilerV4, ProfilerV5,
     SUCCESS, event, net_type,
 };
+use crate::links;
 use crate::store::{self, CollSeen, P2pSeen};
 
 /// A plugin table NCCL finds by `dlsym`: the C struct itself, shareable because it is never
@@ -50,11 +51,45 @@ pub static ncclProfiler_v4: Exported<ProfilerV4> = Exported(ProfilerV4 {
     finalize,
 });
 
-/// The handle every event gets.
-static HANDLE: u8 = 0;
+/// The handle every event gets but the proxy's, which name their slot ([`Handle`]). A `u64`,
+/// so that its address ends in two zero bits, which no slot handle has.
+static HANDLE: u64 = 0;
 
 fn handle() -> *mut c_void {
     (&raw const HANDLE).cast_mut().cast()
+}
+
+/// What a handle NCCL hands back names: a proxy operation's slot in [`links`], one of its
+/// steps, or nothing of ours. Slot handles are numbers, never dereferenced (NCCL only hands
+/// them back): `slot << 2 | 1` for an operation, `(slot << 26 | step) << 2 | 2` for a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handle {
+    Op(usize),
+    Step(usize, u32),
+    Other,
+}
+
+/// The bits of a step number a step handle keeps.
+const STEP_BITS: u32 = 24;
+
+impl Handle {
+    fn op(slot: usize) -> *mut c_void {
+        std::ptr::without_provenance_mut((slot << 2) | 1)
+    }
+
+    fn step(slot: usize, step: u32) -> *mut c_void {
+        let s = (step & ((1 << STEP_BITS) - 1)) as usize;
+        std::ptr::without_provenance_mut((((slot << 26) | s) << 2) | 2)
+    }
+
+    fn of(p: *const c_void) -> Handle {
+        let v = p.addr();
+        match v & 3 {
+            1 => Handle::Op(v >> 2),
+            2 => Handle::Step(v >> 28, ((v >> 2) & ((1 << STEP_BITS) - 1)) as u32),
+            _ => Handle::Other,
+        }
+    }
 }
 
 /// The context of one communicator: the address of NCCL's mask variable.
@@ -85,11 +120,12 @@ unsafe extern "C" fn init_v5(
     _comm_id: u64,
     mask: *mut c_int,
     _name: *const c_char,
-    _nodes: c_int,
+    nodes: c_int,
     _ranks: c_int,
     _rank: c_int,
     _log: Logger,
 ) -> NcclResult {
+    links::communicator(nodes);
     // SAFETY: NCCL's arguments.
     unsafe { init(context, mask) }
 }
@@ -99,11 +135,12 @@ unsafe extern "C" fn init_v4(
     mask: *mut c_int,
     _name: *const c_char,
     _hash: u64,
-    _nodes: c_int,
+    nodes: c_int,
     _ranks: c_int,
     _rank: c_int,
     _log: Logger,
 ) -> NcclResult {
+    links::communicator(nodes);
     // SAFETY: NCCL's arguments.
     unsafe { init(context, mask) }
 }
@@ -189,13 +226,43 @@ pub(crate) fn keep(rank: c_int, read: impl FnOnce() -> Event) {
     });
 }
 
-/// Records one event of type `kind` from `rank` whose union (v4/v5 layout) is at `body`.
+/// Records one event of type `kind` from `rank` whose union (v4/v5 layout) is at `body`, its
+/// parent's handle `parent`: proxy operations and steps in [`links`] (whatever the window),
+/// everything in the window's store while armed.
 ///
 /// # Safety
-/// `body` points into NCCL's live descriptor of that type.
-unsafe fn start(handle_out: *mut *mut c_void, kind: u64, rank: c_int, body: *const Body) {
-    // SAFETY: the caller's contract.
-    unsafe { give_handle(handle_out) };
+/// `body` points into NCCL's live descriptor of that type; `handle_out` is null or NCCL's out
+/// parameter.
+unsafe fn start(
+    handle_out: *mut *mut c_void,
+    kind: u64,
+    rank: c_int,
+    parent: *const c_void,
+    body: *const Body,
+) {
+    let mine = if kind == event::PROXY_OP {
+        // SAFETY: the caller's contract; the type says the union holds a proxy operation.
+        let op = unsafe { abi::read_proxy_op(body) };
+        links::op_start(rank, op.peer, op.channel_id, op.is_send != 0, op.n_steps).map(Handle::op)
+    } else if kind == event::PROXY_STEP {
+        match Handle::of(parent) {
+            Handle::Op(slot) => {
+                // SAFETY: as above, a proxy step.
+                let step = unsafe { abi::read_proxy_step(body) }.step.max(0) as u32;
+                links::step_start(slot, step);
+                Some(Handle::step(slot, step))
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    match (mine, handle_out.is_null()) {
+        // SAFETY: NCCL's out parameter, checked non-null.
+        (Some(h), false) => unsafe { *handle_out = h },
+        // SAFETY: the caller's contract.
+        _ => unsafe { give_handle(handle_out) },
+    }
     keep(rank, || {
         if kind == event::COLL {
             // SAFETY: the caller's contract; the type says the union holds a collective.
@@ -240,7 +307,8 @@ unsafe extern "C" fn start_v5(
     unsafe {
         let kind = (&raw const (*descr).kind).read();
         let rank = (&raw const (*descr).rank).read();
-        start(handle_out, kind, rank, &raw const (*descr).body);
+        let parent = (&raw const (*descr).parent).read();
+        start(handle_out, kind, rank, parent, &raw const (*descr).body);
     }
     SUCCESS
 }
@@ -257,20 +325,29 @@ unsafe extern "C" fn start_v4(
     unsafe {
         let kind = u64::from((&raw const (*descr).kind).read());
         let rank = (&raw const (*descr).rank).read();
-        start(handle_out, kind, rank, &raw const (*descr).body);
+        let parent = (&raw const (*descr).parent).read();
+        start(handle_out, kind, rank, parent, &raw const (*descr).body);
     }
     SUCCESS
 }
 
-pub(crate) unsafe extern "C" fn stop(_handle: *mut c_void) -> NcclResult {
+pub(crate) unsafe extern "C" fn stop(handle: *mut c_void) -> NcclResult {
+    match Handle::of(handle) {
+        Handle::Op(slot) => links::op_stop(slot),
+        Handle::Step(slot, step) => links::step_stop(slot, step),
+        Handle::Other => {}
+    }
     SUCCESS
 }
 
 pub(crate) unsafe extern "C" fn record_state(
-    _handle: *mut c_void,
-    _state: c_int,
+    handle: *mut c_void,
+    state: c_int,
     _args: *const c_void,
 ) -> NcclResult {
+    if let Handle::Step(slot, step) = Handle::of(handle) {
+        links::step_state(slot, step, state);
+    }
     SUCCESS
 }
 
@@ -455,5 +532,106 @@ mod tests {
             );
             assert_eq!((t.finalize)(null_mut()), SUCCESS);
         }
+    }
+
+    #[test]
+    fn handles_name_their_slot_and_step() {
+        assert_eq!(Handle::of(Handle::op(0)), Handle::Op(0));
+        assert_eq!(Handle::of(Handle::op(8191)), Handle::Op(8191));
+        assert_eq!(Handle::of(Handle::step(8191, 41)), Handle::Step(8191, 41));
+        assert_eq!(
+            Handle::of(Handle::step(3, 0xff_ffff)),
+            Handle::Step(3, 0xff_ffff)
+        );
+        assert_eq!(Handle::of(handle()), Handle::Other);
+        assert_eq!(Handle::of(std::ptr::null()), Handle::Other);
+        assert!(!Handle::op(0).is_null());
+    }
+
+    /// NCCL's proxy thread through the v5 table in a two-node communicator: the operation and
+    /// step handles lead back to their slot, and the watch's reader sees the send stuck in
+    /// SendWait at step 1 of 4.
+    #[test]
+    fn v5_proxy_events_reach_the_links() {
+        let _g = test_lock();
+        crate::links::enable();
+        let t = &ncclProfiler_v5.0;
+        let mask: &'static mut c_int = Box::leak(Box::new(0));
+        let mut ctx = null_mut();
+        // SAFETY: our own table called as NCCL calls it, as in the tests above.
+        unsafe {
+            (t.init)(
+                &mut ctx,
+                9,
+                &mut *mask,
+                std::ptr::null(),
+                2,
+                4,
+                2,
+                std::ptr::null(),
+            );
+        }
+        let want = (event::PROXY_OP | event::PROXY_STEP) as c_int;
+        assert_eq!(*mask, want, "two nodes: proxy events on while not armed");
+        let op = DescrV5 {
+            kind: event::PROXY_OP,
+            parent: null_mut(),
+            rank: 2,
+            body: Body {
+                proxy_op: abi::ProxyOp {
+                    pid: 1,
+                    channel_id: 1,
+                    peer: 3,
+                    n_steps: 4,
+                    chunk_size: 1 << 19,
+                    is_send: 1,
+                },
+            },
+        };
+        let mut op_h = null_mut();
+        // SAFETY: `ctx` from `init`; live locals.
+        unsafe { (t.start_event)(ctx, &mut op_h, &op) };
+        assert!(matches!(Handle::of(op_h), Handle::Op(_)));
+        for step in 0..2 {
+            let d = DescrV5 {
+                kind: event::PROXY_STEP,
+                parent: op_h,
+                rank: 2,
+                body: Body {
+                    proxy_step: abi::ProxyStep { step },
+                },
+            };
+            let mut h = null_mut();
+            // SAFETY: as above; the handles are the plugin's own.
+            unsafe {
+                (t.start_event)(ctx, &mut h, &d);
+                (t.record_event_state)(h, 8, std::ptr::null());
+                (t.record_event_state)(h, 9, std::ptr::null());
+                if step == 0 {
+                    (t.stop_event)(h);
+                }
+            }
+        }
+        let links = crate::links::Sampler::new().sample();
+        let l = links
+            .iter()
+            .find(|l| l.rank == 2 && l.send)
+            .expect("the send");
+        assert_eq!(
+            (l.peer, l.channel, l.step, l.steps, l.wait),
+            (3, 1, 1, 4, crate::links::Wait::Send)
+        );
+        // SAFETY: as above.
+        unsafe {
+            (t.stop_event)(op_h);
+            (t.finalize)(ctx);
+        }
+        assert!(
+            crate::links::Sampler::new()
+                .sample()
+                .iter()
+                .all(|l| !(l.rank == 2 && l.send))
+        );
+        crate::links::reset_for_tests();
     }
 }

@@ -28,9 +28,19 @@ pub fn arm() {
     set_masks(ACTIVE_MASK);
 }
 
+/// The mask while not armed: proxy operations and steps where the hang watch records the
+/// links ([`crate::links`]), else nothing.
+fn idle_mask() -> i32 {
+    if crate::links::recording() {
+        (event::PROXY_OP | event::PROXY_STEP) as i32
+    } else {
+        0
+    }
+}
+
 /// Stops recording and returns what was seen since [`arm`].
 pub fn take() -> Taken {
-    set_masks(0);
+    set_masks(idle_mask());
     let mut taken = store::close();
     taken.profiler_loaded = !lock(&MASKS).is_empty();
     taken
@@ -38,7 +48,11 @@ pub fn take() -> Taken {
 
 /// The mask NCCL should see now (for a communicator created while armed).
 pub(crate) fn mask_now() -> i32 {
-    if store::armed() { ACTIVE_MASK } else { 0 }
+    if store::armed() {
+        ACTIVE_MASK
+    } else {
+        idle_mask()
+    }
 }
 
 /// Remembers NCCL's mask variable at `ptr` (a communicator's `init`).

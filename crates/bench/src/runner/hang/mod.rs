@@ -6,12 +6,17 @@
 //! processes, exits 4).
 //!
 //! - `progress.rs`: the counters, and their snapshot;
-//! - `note.rs`: a process' state as its heartbeats carry it to rank 0 (checked on arrival);
+//! - `note.rs`: a process' state as its heartbeats carry it to rank 0 (checked on arrival),
+//!   with the network links NCCL's proxy reported that have not moved
+//!   (`nccl_perf_capture::links`, on in jobs of more than one node);
 //! - `verdict.rs`: the verdict from every thread's recorded state (pure, tested without a GPU);
+//! - `network.rs`: what the links decide: a link stuck on the wire, or a GPU that does not take
+//!   data that arrived;
 //! - `watch.rs`: when a process is stalled, when rank 0 calls the job hung.
 //!
 //! docs/hangs.md says what is detected and what is not.
 
+mod network;
 pub mod note;
 pub mod progress;
 pub mod verdict;

@@ -9,8 +9,65 @@ pub const MAX_LEN: usize = 4000;
 /// The most thread lines of a note.
 pub const MAX_THREADS: usize = 32;
 
+/// The most link lines of a note.
+pub const MAX_LINKS: usize = 16;
+
 /// The longest name (collective, datatype, op) in a note.
 const MAX_NAME: usize = 32;
+
+pub use nccl_perf_capture::links::Wait;
+
+/// What a process can say of NCCL's network steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Net {
+    /// Not watched here (a profiler of the user's, an NCCL without the profiler, the watch's
+    /// links off).
+    Unwatched,
+    /// Watched; no proxy operation seen (one node: NVLink and shared memory carry the data).
+    NoSteps,
+    /// Watched, and proxy operations were seen.
+    Steps,
+}
+
+impl Net {
+    fn code(self) -> &'static str {
+        match self {
+            Net::Unwatched => "0",
+            Net::NoSteps => "1",
+            Net::Steps => "2",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Net> {
+        Some(match s {
+            "0" => Net::Unwatched,
+            "1" => Net::NoSteps,
+            "2" => Net::Steps,
+            _ => return None,
+        })
+    }
+}
+
+/// One network link's oldest proxy operation, as the process' proxy thread left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkNote {
+    /// The NCCL rank that reported it.
+    pub rank: u64,
+    /// The NCCL rank at the other end.
+    pub peer: u64,
+    /// NCCL's channel.
+    pub channel: u64,
+    /// Sends to `peer` (else receives from it).
+    pub send: bool,
+    /// The step it waits on (0-based).
+    pub step: u64,
+    /// The operation's steps.
+    pub steps: u64,
+    /// The state that step waits in.
+    pub wait: Wait,
+    /// Milliseconds it has not moved.
+    pub still_ms: u64,
+}
 
 /// Where a benchmark thread's host side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,14 +192,42 @@ pub struct ProcessState {
     pub limit_ms: u64,
     /// Its benchmark threads.
     pub threads: Vec<ThreadState>,
+    /// What it can say of NCCL's network steps.
+    pub net: Net,
+    /// Its links that have not moved lately, the most telling first.
+    pub links: Vec<LinkNote>,
 }
 
 impl ProcessState {
-    /// The note's text (cut to [`MAX_THREADS`] threads).
+    /// The note's text (cut to [`MAX_THREADS`] threads, [`MAX_LINKS`] links and
+    /// [`MAX_LEN`] bytes).
     pub fn encode(&self) -> String {
-        let mut s = format!("hang1 idle={} limit={}\n", self.idle_ms, self.limit_ms);
+        let mut s = format!(
+            "hang1 idle={} limit={} net={}\n",
+            self.idle_ms,
+            self.limit_ms,
+            self.net.code()
+        );
+        for l in self.links.iter().take(MAX_LINKS) {
+            let line = format!(
+                "l r={} p={} c={} d={} s={} n={} w={} ms={}\n",
+                l.rank,
+                l.peer,
+                l.channel,
+                if l.send { "S" } else { "R" },
+                l.step,
+                l.steps,
+                l.wait.word(),
+                l.still_ms
+            );
+            if s.len() + line.len() > MAX_LEN / 2 {
+                break;
+            }
+            s.push_str(&line);
+        }
         for t in self.threads.iter().take(MAX_THREADS) {
-            s.push_str(&format!(
+            let mut line = String::new();
+            line.push_str(&format!(
                 "t tid={} rank={} gpus={} ph={} is={} fin={} bf={} bl={}",
                 t.tid,
                 t.first_rank,
@@ -154,7 +239,7 @@ impl ProcessState {
                 t.batch_len
             ));
             if let Some(l) = &t.label {
-                s.push_str(&format!(
+                line.push_str(&format!(
                     " st={} coll={} dt={} op={} root={} bytes={} ip={}",
                     l.stage.word(),
                     l.coll,
@@ -165,7 +250,11 @@ impl ProcessState {
                     u8::from(l.in_place)
                 ));
             }
-            s.push('\n');
+            line.push('\n');
+            if s.len() + line.len() > MAX_LEN {
+                break;
+            }
+            s.push_str(&line);
         }
         s
     }
@@ -182,8 +271,31 @@ impl ProcessState {
             idle_ms: head.num("idle")?,
             limit_ms: head.num("limit")?,
             threads: Vec::new(),
+            net: Net::parse(head.get("net")?)?,
+            links: Vec::new(),
         };
         for line in lines {
+            if line.starts_with("l ") {
+                if state.links.len() >= MAX_LINKS || !state.threads.is_empty() {
+                    return None;
+                }
+                let f = Fields::of(line, "l")?;
+                state.links.push(LinkNote {
+                    rank: f.num("r")?,
+                    peer: f.num("p")?,
+                    channel: f.num("c")?,
+                    send: match f.get("d")? {
+                        "S" => true,
+                        "R" => false,
+                        _ => return None,
+                    },
+                    step: f.num("s")?,
+                    steps: f.num("n")?,
+                    wait: Wait::parse(f.get("w")?)?,
+                    still_ms: f.num("ms")?,
+                });
+                continue;
+            }
             if state.threads.len() >= MAX_THREADS {
                 return None;
             }
@@ -218,6 +330,21 @@ impl ProcessState {
         }
         Some(state)
     }
+}
+
+/// One benchmark thread (or a process that sent no state) as rank 0 saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The process' world rank.
+    pub rank: usize,
+    /// Its host.
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// How long its process had made no progress when last heard of.
+    pub idle: std::time::Duration,
+    /// The thread's state (`None`: the process sent none).
+    pub state: Option<ThreadState>,
 }
 
 /// The `key=value` words of one line after its first word.
@@ -263,7 +390,28 @@ impl<'a> Fields<'a> {
 /// Recorded states for the hang watch's tests.
 #[cfg(test)]
 pub(crate) mod fixtures {
-    use super::{Label, Phase, Stage, ThreadState};
+    use super::{Label, LinkNote, Phase, Stage, ThreadState, Wait};
+
+    /// A link of NCCL rank `rank` with `peer`, channel `channel`, at step 41 of 64.
+    pub fn link(
+        rank: u64,
+        peer: u64,
+        channel: u64,
+        send: bool,
+        wait: Wait,
+        still_ms: u64,
+    ) -> LinkNote {
+        LinkNote {
+            rank,
+            peer,
+            channel,
+            send,
+            step: 41,
+            steps: 64,
+            wait,
+            still_ms,
+        }
+    }
 
     /// `all_reduce float sum 1048576 B out-of-place`, timed.
     pub fn label() -> Label {
@@ -308,6 +456,8 @@ mod tests {
             idle_ms: 61_234,
             limit_ms: 60_000,
             threads: vec![thread(0, Phase::Wait, 120, 100), t1],
+            net: Net::Steps,
+            links: vec![super::fixtures::link(2, 3, 1, true, Wait::Send, 42_000)],
         };
         let text = s.encode();
         assert_eq!(ProcessState::decode(text.as_bytes()), Some(s));
@@ -319,6 +469,8 @@ mod tests {
             idle_ms: 1,
             limit_ms: 2,
             threads: vec![thread(0, Phase::Wait, 3, 2)],
+            net: Net::Steps,
+            links: vec![super::fixtures::link(2, 3, 1, true, Wait::Send, 42_000)],
         }
         .encode();
         assert!(ProcessState::decode(good.as_bytes()).is_some());
@@ -332,6 +484,16 @@ mod tests {
             good.replace("hang1", "hang2"),
             good.replace("idle=1", "idle"),
             good.replace("ip=0", "ip=2"),
+            good.replace("w=SendWait", "w=Send\x1b"),
+            good.replace("d=S", "d=X"),
+            good.replace("net=2", "net=7"),
+            good.replace(" net=2", ""),
+            format!("{good}l r=1 p=2 c=0 d=S s=0 n=1 w=SendWait ms=1\n"),
+            good.replacen(
+                "l r=",
+                &"l r=2 p=3 c=1 d=S s=0 n=1 w=SendWait ms=1\nl r=".repeat(17),
+                1,
+            ),
             format!("{good}{}", "t tid=0\n".repeat(40)),
             "x".repeat(MAX_LEN + 1),
             String::new(),

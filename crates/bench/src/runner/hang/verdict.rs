@@ -6,34 +6,28 @@
 //! - **all waiting**: every thread enqueued the same operations and none finished the oldest
 //!   outstanding one: a GPU or a link between the ranks stopped, and the counters alone cannot
 //!   say which; the table of what each rank saw follows;
+//! - **link** / **GPU**: every thread enqueued the operation and NCCL's network steps name a
+//!   link whose data never completed on the wire, or a GPU that never took data that arrived
+//!   ([`super::network`]);
 //! - **no state**: some processes said nothing of themselves (no note reached rank 0).
 
+use super::network::{self, NetView};
+pub use super::note::View;
 use super::note::{Label, Phase, Stage, ThreadState};
 use serde_json::json;
 use std::time::Duration;
-
-/// One benchmark thread (or a process that sent no state) as rank 0 saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct View {
-    /// The process' world rank.
-    pub rank: usize,
-    /// Its host.
-    pub host: String,
-    /// Its process id.
-    pub pid: u32,
-    /// How long its process had made no progress when last heard of.
-    pub idle: Duration,
-    /// The thread's state (`None`: the process sent none).
-    pub state: Option<ThreadState>,
-}
 
 /// The class of a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Some threads never enqueued an operation the others did.
     NeverStarted,
-    /// Every thread enqueued the operation and none finished it.
+    /// Every thread enqueued the operation and none finished it; nothing decides more.
     AllWaiting,
+    /// A link's data never completed on the wire.
+    Link,
+    /// A GPU never took data that arrived.
+    Gpu,
     /// Some processes sent no state.
     NoState,
 }
@@ -44,6 +38,8 @@ impl Kind {
         match self {
             Kind::NeverStarted => "never_started",
             Kind::AllWaiting => "all_waiting",
+            Kind::Link => "link",
+            Kind::Gpu => "gpu",
             Kind::NoState => "no_state",
         }
     }
@@ -60,9 +56,16 @@ pub struct Verdict {
     pub operation: u64,
     /// The verdict in one line.
     pub line: String,
-    /// One line per thread: what it saw.
+    /// One line per thread: what it saw; then the links that had not moved.
     pub evidence: Vec<String>,
+    /// The stuck links or held data named (JSON), for a link or GPU verdict.
+    pub links: Vec<serde_json::Value>,
+    /// What the run could see of NCCL's network steps: `steps`, `no_steps`, `unwatched`.
+    pub network: &'static str,
 }
+
+/// The most link lines in a verdict's evidence.
+const LINK_EVIDENCE: usize = 8;
 
 /// Seconds, rounded, for the lines.
 fn secs(d: Duration) -> String {
@@ -178,13 +181,45 @@ fn evidence(v: &View, many_threads: bool) -> String {
     )
 }
 
-/// The verdict over every thread's view.
-pub fn judge(views: &[View]) -> Verdict {
+/// The verdict over every thread's view and what the processes saw of the network.
+pub fn judge(views: &[View], net: &NetView) -> Verdict {
+    let mut v = judge_threads(views, net);
+    v.evidence
+        .extend(network::evidence(net, views, LINK_EVIDENCE));
+    v.network = if net.with_steps > 0 {
+        "steps"
+    } else if net.without_steps > 0 {
+        "no_steps"
+    } else {
+        "unwatched"
+    };
+    v
+}
+
+/// A verdict when the threads and the network steps decide it (evidence of threads only).
+fn judge_threads(views: &[View], net: &NetView) -> Verdict {
     let many_threads = views
         .iter()
         .filter_map(|v| v.state.as_ref())
         .any(|t| t.tid > 0);
     let evidence_lines: Vec<String> = views.iter().map(|v| evidence(v, many_threads)).collect();
+    let stall = views
+        .iter()
+        .filter(|v| v.state.is_some())
+        .map(|v| v.idle)
+        .min()
+        .unwrap_or_default();
+    let by_network = |k: u64, evidence: Vec<String>| {
+        network::decide(net, views, stall).map(|f| Verdict {
+            kind: if f.link { Kind::Link } else { Kind::Gpu },
+            culprits: f.culprits,
+            operation: k,
+            line: format!("hang: {} {}: {}", f.subject, operation(k, views), f.detail),
+            evidence,
+            links: f.record,
+            network: "",
+        })
+    };
     let known: Vec<(&View, &ThreadState)> = views
         .iter()
         .filter_map(|v| v.state.as_ref().map(|t| (v, t)))
@@ -211,6 +246,9 @@ pub fn judge(views: &[View]) -> Verdict {
         .all(|(_, t)| t.phase == Phase::Wait);
     if !behind.is_empty() && !ahead_all_wait {
         let k = known.iter().map(|(_, t)| t.finished).min().unwrap_or(0) + 1;
+        if let Some(v) = by_network(k, evidence_lines.clone()) {
+            return v;
+        }
         return Verdict {
             kind: Kind::AllWaiting,
             culprits: Vec::new(),
@@ -218,10 +256,13 @@ pub fn judge(views: &[View]) -> Verdict {
             line: format!(
                 "hang: {} never finished, and the threads are blocked at different operations, \
                  some while enqueuing (a GPU's queue full behind the stalled operation): a GPU \
-                 or a link stopped, and this run cannot tell which; what each rank saw follows",
-                operation(k, views)
+                 or a link stopped, and {}; what each rank saw follows",
+                operation(k, views),
+                network::why_undecided(net)
             ),
             evidence: evidence_lines,
+            links: Vec::new(),
+            network: "",
         };
     }
     if !behind.is_empty() {
@@ -251,6 +292,8 @@ pub fn judge(views: &[View]) -> Verdict {
             operation: k,
             line,
             evidence: evidence_lines,
+            links: Vec::new(),
+            network: "",
         };
     }
     let k = known.iter().map(|(_, t)| t.finished).min().unwrap_or(0) + 1;
@@ -267,7 +310,12 @@ pub fn judge(views: &[View]) -> Verdict {
                 operation(k, views)
             ),
             evidence: evidence_lines,
+            links: Vec::new(),
+            network: "",
         };
+    }
+    if let Some(v) = by_network(k, evidence_lines.clone()) {
+        return v;
     }
     let idle = known.iter().map(|(v, _)| v.idle).min().unwrap_or_default();
     let last = known.iter().map(|(_, t)| t.issued).max().unwrap_or(0);
@@ -282,14 +330,17 @@ pub fn judge(views: &[View]) -> Verdict {
         operation: k,
         line: format!(
             "hang: all {} thread{} enqueued {}{through} and none saw them finish for {}: a GPU \
-             or a link between the ranks stopped, and without NCCL's network progress this run \
-             cannot tell which; what each rank saw follows",
+             or a link between the ranks stopped, and {}, so this run cannot tell which; what \
+             each rank saw follows",
             known.len(),
             if known.len() == 1 { "" } else { "s" },
             operation(k, views),
-            secs(idle)
+            secs(idle),
+            network::why_undecided(net)
         ),
         evidence: evidence_lines,
+        links: Vec::new(),
+        network: "",
     }
 }
 
@@ -339,6 +390,8 @@ impl Verdict {
             "culprits": self.culprits,
             "operation": self.operation,
             "limit_s": limit.as_secs_f64(),
+            "network": self.network,
+            "links": self.links,
             "ranks": ranks,
         })
     }
@@ -372,7 +425,7 @@ mod tests {
             view(2, Some(state(0, Phase::Enqueue, 105, 100))),
             view(3, Some(state(0, Phase::Wait, 120, 100))),
         ];
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.kind, Kind::NeverStarted);
         assert_eq!(v.culprits, vec![2]);
         assert_eq!(v.operation, 106);
@@ -412,10 +465,11 @@ mod tests {
         let views: Vec<View> = (0..4)
             .map(|r| view(r, Some(state(0, Phase::Wait, 120, 100))))
             .collect();
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.kind, Kind::AllWaiting);
         assert!(v.culprits.is_empty());
         assert_eq!(v.operation, 101);
+        assert!(v.line.contains("steps are not watched"), "{}", v.line);
         assert!(
             v.line
                 .contains("all 4 threads enqueued operation 101 of the run"),
@@ -436,7 +490,7 @@ mod tests {
             view(0, Some(state(0, Phase::Wait, 120, 100))),
             view(1, Some(slow)),
         ];
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.kind, Kind::NeverStarted);
         assert_eq!(v.culprits, vec![1]);
         assert!(
@@ -456,7 +510,7 @@ mod tests {
             view(1, Some(state(0, Phase::Enqueue, 1124, 100))),
             view(2, Some(state(0, Phase::Wait, 1130, 100))),
         ];
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.kind, Kind::AllWaiting);
         assert!(v.culprits.is_empty());
         assert!(
@@ -472,7 +526,7 @@ mod tests {
             view(0, Some(state(0, Phase::Wait, 120, 100))),
             view(1, None),
         ];
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.kind, Kind::NoState);
         assert_eq!(v.culprits, vec![1]);
         assert!(
@@ -493,7 +547,7 @@ mod tests {
                 ..view(0, None)
             },
         ];
-        let v = judge(&views);
+        let v = judge(&views, &NetView::default());
         assert_eq!(v.culprits, vec![0]);
         assert!(
             v.line.starts_with(
@@ -502,5 +556,50 @@ mod tests {
             "{}",
             v.line
         );
+    }
+
+    /// Every rank waits, and rank 2's send to rank 3 is stuck on the wire: the link verdict,
+    /// with the stuck link in the JSON and the links after the threads in the evidence.
+    #[test]
+    fn a_stuck_link_decides_what_the_counters_cannot() {
+        use super::super::network::Reported;
+        use super::super::note::Wait;
+        use super::super::note::fixtures::link;
+        let views: Vec<View> = (0..4)
+            .map(|r| view(r, Some(state(0, Phase::Wait, 120, 100))))
+            .collect();
+        let net = NetView {
+            links: vec![
+                Reported {
+                    by: 2,
+                    link: link(2, 3, 1, true, Wait::Send, 40_000),
+                },
+                Reported {
+                    by: 3,
+                    link: link(3, 2, 1, false, Wait::Recv, 40_000),
+                },
+            ],
+            with_steps: 4,
+            ..NetView::default()
+        };
+        let v = judge(&views, &net);
+        assert_eq!(v.kind, Kind::Link);
+        assert_eq!(v.culprits, vec![2, 3]);
+        assert!(
+            v.line.starts_with(
+                "hang: the link from rank 2 (vnode2) to rank 3 (vnode3) stopped at operation \
+                 101 of the run (all_reduce float sum 1048576 B out-of-place, timed iteration 1 \
+                 of 20): channel 1: the send is stuck at step 42 of 64 in SendWait"
+            ),
+            "{}",
+            v.line
+        );
+        assert_eq!(v.evidence.len(), 6, "{:?}", v.evidence);
+        assert!(v.evidence[4].contains("send to rank 3 (vnode3), channel 1"));
+        let j = v.to_json(&views, Duration::from_secs(10));
+        assert_eq!(j["verdict"], "link");
+        assert_eq!(j["network"], "steps");
+        assert_eq!(j["links"][0]["rank"], 2);
+        assert_eq!(j["links"][0]["peer"], 3);
     }
 }

@@ -9,10 +9,12 @@
 //! Any other process that stays stalled [`LEAF_GRACE`] past its limit without rank 0's word
 //! (rank 0 stuck itself, or no heartbeats: MPI) ends on its own, saying what it saw.
 
-use super::note::{Phase, ProcessState};
+use super::network::{NetView, Reported};
+use super::note::{LinkNote, MAX_LINKS, Net, Phase, ProcessState, Wait};
 use super::progress;
-use super::verdict::{self, Verdict, View};
+use super::verdict::{self, Kind, Verdict, View};
 use crate::bootstrap::Bootstrap;
+use nccl_perf_capture::links::{self, Link, Sampler};
 use std::time::{Duration, Instant};
 
 /// How many times the expected time of the operations outstanding a stall must last.
@@ -44,6 +46,78 @@ pub struct Watch {
     /// [`LEAF_GRACE`] and [`STATE_GRACE`] (shorter in tests).
     leaf_grace: Duration,
     state_grace: Duration,
+    /// The reader of NCCL's proxy steps.
+    links: Sampler,
+}
+
+/// A link is published once it has not moved for this long.
+const LINK_STILL: Duration = Duration::from_secs(1);
+
+/// How telling a link's state is: the wire first, then data a GPU does not take, then the rest.
+fn telling(w: Wait) -> u8 {
+    match w {
+        Wait::Send => 0,
+        Wait::RecvGpu => 1,
+        Wait::Recv => 2,
+        Wait::SendPeer => 3,
+        _ => 4,
+    }
+}
+
+/// The links worth publishing: still for [`LINK_STILL`], the most telling first.
+fn to_publish(mut sampled: Vec<Link>) -> Vec<LinkNote> {
+    sampled.retain(|l| l.still >= LINK_STILL);
+    sampled.sort_by_key(|l| (telling(l.wait), std::cmp::Reverse(l.still), l.rank, l.peer));
+    sampled
+        .into_iter()
+        .take(MAX_LINKS)
+        .map(|l| LinkNote {
+            rank: u64::from(l.rank),
+            peer: u64::from(l.peer),
+            channel: u64::from(l.channel),
+            send: l.send,
+            step: u64::from(l.step),
+            steps: u64::from(l.steps),
+            wait: l.wait,
+            still_ms: l.still.as_millis() as u64,
+        })
+        .collect()
+}
+
+/// What this process can say of NCCL's network steps.
+fn net_here() -> Net {
+    if !links::enabled() || !links::loaded() {
+        Net::Unwatched
+    } else if links::seen() {
+        Net::Steps
+    } else {
+        Net::NoSteps
+    }
+}
+
+/// Why this process does not watch NCCL's network steps.
+fn unwatched_why() -> &'static str {
+    match crate::gpu::plugins::unwatched() {
+        Some(why) => why,
+        None if !links::enabled() => "the watch's profiler is off",
+        None => {
+            "NCCL did not load the built-in profiler (it takes NCCL 2.27 or later, whose \
+             profiler says how many nodes a communicator spans)"
+        }
+    }
+}
+
+/// Counts one process' word on the network into the job's view.
+fn count(net: &mut NetView, by: usize, s: &ProcessState) {
+    match s.net {
+        Net::Unwatched => net.unwatched += 1,
+        Net::NoSteps => net.without_steps += 1,
+        Net::Steps => net.with_steps += 1,
+    }
+    net.links.extend(s.links.iter().map(|l| Reported {
+        by,
+        link: l.clone(),
+    }));
 }
 
 impl Watch {
@@ -55,6 +129,7 @@ impl Watch {
             since: Instant::now(),
             leaf_grace: LEAF_GRACE,
             state_grace: STATE_GRACE,
+            links: Sampler::new(),
         })
     }
 
@@ -77,6 +152,8 @@ impl Watch {
             idle_ms: idle.as_millis() as u64,
             limit_ms: limit.as_millis() as u64,
             threads,
+            net: net_here(),
+            links: to_publish(self.links.sample()),
         };
         boot.publish_state(mine.encode().as_bytes());
         if idle < limit {
@@ -98,6 +175,8 @@ impl Watch {
             };
             let (rank, host, pid) = me();
             let mut views = views_of(rank, &host, pid, idle, &mine);
+            let mut net = NetView::default();
+            count(&mut net, rank, &mine);
             let mut waiting_for_state = false;
             for p in &peers {
                 let state = p
@@ -116,6 +195,7 @@ impl Watch {
                         }
                         let host = crate::bootstrap::peer_text::clean(&p.host, 64);
                         views.extend(views_of(p.rank, &host, p.pid, their_idle, &s));
+                        count(&mut net, p.rank, &s);
                     }
                     None => {
                         waiting_for_state = true;
@@ -134,9 +214,9 @@ impl Watch {
                 return None;
             }
             if peers.is_empty() && boot.world_size() > 1 {
-                return Some(alone(&views, limit, idle, true));
+                return Some(alone(&views, &net, limit, idle, true));
             }
-            return Some(found(&verdict::judge(&views), &views, limit, &host));
+            return Some(found(&verdict::judge(&views, &net), &views, limit, &host));
         }
         // Rank 0 judges by the longest limit of the job; wait for it by rank 0's own (its
         // heartbeats carry it), not this process' alone.
@@ -149,7 +229,9 @@ impl Watch {
         }
         let (rank, host, pid) = me();
         let views = views_of(rank, &host, pid, idle, &mine);
-        Some(alone(&views, limit, idle, false))
+        let mut net = NetView::default();
+        count(&mut net, rank, &mine);
+        Some(alone(&views, &net, limit, idle, false))
     }
 }
 
@@ -171,6 +253,12 @@ fn views_of(rank: usize, host: &str, pid: u32, idle: Duration, s: &ProcessState)
 fn found(v: &Verdict, views: &[View], limit: Duration, host: &str) -> Hang {
     let mut lines = vec![format!("{host}: {}", v.line)];
     lines.extend(v.evidence.iter().cloned());
+    if v.kind == Kind::AllWaiting && v.network == "unwatched" {
+        lines.push(format!(
+            "  NCCL's network steps are not watched here: {}",
+            unwatched_why()
+        ));
+    }
     let culprit = if v.culprits.is_empty() {
         "the culprit is undecided".to_string()
     } else {
@@ -197,7 +285,7 @@ fn found(v: &Verdict, views: &[View], limit: Duration, host: &str) -> Hang {
 
 /// A process that decides alone (rank 0 without the others' states, or another process
 /// without rank 0's word): what it saw.
-fn alone(views: &[View], limit: Duration, idle: Duration, root: bool) -> Hang {
+fn alone(views: &[View], net: &NetView, limit: Duration, idle: Duration, root: bool) -> Hang {
     let host = crate::host::short_hostname();
     let why = if root {
         "the other processes' states are not known here (no heartbeats: MPI)"
@@ -211,10 +299,11 @@ fn alone(views: &[View], limit: Duration, idle: Duration, root: bool) -> Hang {
         limit.as_secs()
     )];
     lines.extend(views.iter().map(|v| {
-        let one = verdict::judge(std::slice::from_ref(v));
+        let one = verdict::judge(std::slice::from_ref(v), &NetView::default());
         one.evidence.into_iter().next().unwrap_or_default()
     }));
-    let v = verdict::judge(views);
+    let v = verdict::judge(views, net);
+    lines.extend(v.evidence.iter().skip(views.len()).cloned());
     Hang {
         lines,
         record: v.to_json(views, limit),
@@ -248,6 +337,8 @@ mod tests {
                 batch_len: 20,
                 label: Some(label()),
             }],
+            net: Net::Unwatched,
+            links: Vec::new(),
         };
         PeerState {
             rank,
@@ -349,6 +440,8 @@ mod tests {
                 idle_ms: 0,
                 limit_ms: 30_000,
                 threads: Vec::new(),
+                net: Net::Unwatched,
+                links: Vec::new(),
             }
             .encode()
             .into_bytes(),
