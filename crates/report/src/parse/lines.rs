@@ -144,13 +144,18 @@ pub fn is_failure(line: &str) -> bool {
 
 /// True for a line that says a process of the run crashed or NCCL gave up: Open MPI's
 /// `[host:pid] Signal: Aborted (6)`, `mpirun noticed that process rank 3 ... exited on
-/// signal 6 (Aborted).`, NCCL's `NCCL ABORT` lines and its `NCCL WARN` lines that report a
+/// signal 6 (Aborted).`, `srun: error: node: task 3: Aborted`, a shell's `Segmentation fault
+/// (core dumped)`, NCCL's `NCCL ABORT` lines and its `NCCL WARN` lines that report a
 /// fatal error (`communicator encountered a fatal error`, `async fatal event`, `Cuda
 /// failure`, a timeout). Benign warnings (`NCCL WARN Failed to open libibverbs.so`) are not.
 pub fn is_crash(line: &str) -> bool {
+    let srun_task = line.contains("srun: error: ") && line.contains(": task ");
     if line.contains("] Signal: ")
         || line.trim_start().starts_with("Signal: ")
         || (line.contains("exited on signal ") && line.contains("process"))
+        || srun_task
+        || line.contains("Segmentation fault")
+        || line.contains("(core dumped)")
         || line.contains("NCCL ABORT")
     {
         return true;

@@ -63,6 +63,8 @@ fn crash_lines_are_failures_and_benign_warnings_are_not() {
         "mpirun noticed that process rank 0 with PID 0 on node n1 exited on signal 6 (Aborted).",
         "node-0:5899:6045 [1] transport/net_ib.cc:113 NCCL WARN communicator encountered a fatal error (detected in ncclIbIrecv)",
         "n1:1:2 [0] enqueue.cc:1 NCCL WARN Cuda failure 'out of memory'",
+        "srun: error: gpu-st-1: task 3: Aborted (core dumped)",
+        "run.sh: line 4: 3121 Segmentation fault      ./build/all_reduce_perf -b 8",
     ] {
         assert!(is_crash(line), "{line}");
     }
