@@ -313,3 +313,53 @@ fn copies_that_lost_their_hashes_with_the_columns_indented_are_read() {
     assert_eq!(run.summary.as_ref().map(|s| s.avg_busbw), Some(137.179));
     assert_eq!(run.rows[28].in_place.busbw, 702.91);
 }
+
+#[test]
+fn the_rows_of_every_golden_table_read_alone_as_in_the_whole_log() {
+    // Every nccl-tests 2.19.6 table of tests/golden (sweeps, every collective, `-I 1` with
+    // `-S 1`, hypercube's empty op column), its rows and footer pasted without any `#` line.
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/nccl-tests-2.19.6-h200");
+    let mut names: Vec<String> = std::fs::read_dir(&golden)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".out"))
+        .collect();
+    names.sort();
+    let mut checked = 0;
+    for name in names {
+        let body = std::fs::read_to_string(golden.join(&name)).unwrap_or_else(|e| panic!("{e}"));
+        if !body.contains("# Avg bus bandwidth") {
+            continue;
+        }
+        let whole = one(&name, &body);
+        let rows: String = body
+            .lines()
+            .filter(|l| {
+                l.starts_with(' ') && l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+            })
+            .chain(
+                body.lines()
+                    .filter(|l| l.starts_with("# Out of bounds") || l.starts_with("# Avg bus")),
+            )
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let alone = one(&name, &rows);
+        let mut got = alone.rows.clone();
+        for r in &mut got {
+            r.iterations = whole.info.iters;
+        }
+        // As text: per-iteration statistics a log does not show are NaN, never equal.
+        assert_eq!(format!("{got:?}"), format!("{:?}", whole.rows), "{name}");
+        let footer = |r: &Run| {
+            r.summary
+                .as_ref()
+                .map(|s| (s.oob_errors, s.avg_busbw, s.min_bw_ok))
+        };
+        assert_eq!(footer(&alone), footer(&whole), "{name}");
+        assert!(health::problems(&alone).is_empty(), "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} golden tables");
+}

@@ -591,23 +591,35 @@ pub fn after_colon(line: &str) -> &str {
 
 /// The columns of a table shown without any header line (rows pasted alone), from one of its
 /// rows: `None` for a line that is no row of nccl-tests' full layouts. A row is `size count
-/// type`, the op where there is one, then the root where there is one and two halves of `time
-/// algbw busbw #wrong`; 11 to 13 fields (a layout trimmed by hand cannot be told without its
-/// header). An `#wrong` written as a fraction (`2e-07`, `0.00`) is the older `error` column.
+/// type`, the op where a word follows the type, the root where one more number does (after an
+/// empty op column: hypercube's), then two halves of `time algbw busbw #wrong` (and `i_min
+/// i_max i_p99 i_cv%` with `-I 1`), then `-S 1`'s timestamp; a layout trimmed by hand cannot be
+/// told without its header.
+/// An `#wrong` written as a fraction (`2e-07`, `0.00`) is the older `error` column.
 pub fn columns_of_row(line: &str) -> Option<Columns> {
-    let t: Vec<&str> = line.split_whitespace().collect();
-    if !(11..=13).contains(&t.len()) {
+    let mut t: Vec<&str> = line.split_whitespace().collect();
+    // `-S 1`'s timestamp ends the row: `2026-12-02 12:57:44`.
+    let stamp = |d: &str, c: char| {
+        d.len() > 4 && d.contains(c) && d.bytes().all(|b| b.is_ascii_digit() || b == c as u8)
+    };
+    let timestamps = t.len() > 11 && stamp(t[t.len() - 2], '-') && stamp(t[t.len() - 1], ':');
+    if timestamps {
+        t.truncate(t.len() - 2);
+    }
+    if !(11..=21).contains(&t.len()) {
         return None;
     }
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(t[0]) || !digits(t[1]) || !is_type_name(t[2]) {
         return None;
     }
-    let redop = t[3].starts_with(|c: char| c.is_ascii_alphabetic()) && t[3] != "N/A";
-    let lead = 3 + usize::from(redop);
-    let root = match t.len() - lead {
-        8 => false,
-        9 => true,
+    let op = t[3].starts_with(|c: char| c.is_ascii_alphabetic()) && t[3] != "N/A";
+    let lead = 3 + usize::from(op);
+    let (root, per_iter) = match t.len() - lead {
+        8 => (false, false),
+        9 => (true, false),
+        16 => (false, true),
+        17 => (true, true),
         _ => return None,
     };
     let values = &t[lead..];
@@ -616,13 +628,16 @@ pub fn columns_of_row(line: &str) -> Option<Columns> {
         return None;
     }
     let first = lead + usize::from(root);
-    let error = [t[first + 3], t[first + 7]]
+    let per_half = if per_iter { 8 } else { 4 };
+    let error = [t[first + 3], t[first + 3 + per_half]]
         .iter()
         .any(|w| w.contains(['.', 'e', 'E']) && *w != "N/A");
     Some(Columns {
-        redop,
+        redop: op || root,
         root,
         error,
+        per_iter,
+        timestamps,
         ..Columns::default()
     })
 }

@@ -347,8 +347,7 @@ impl<'a> Parser<'a> {
         // Rows or a footer without the table header: `report` prints them under one.
         test.run.text.table_header |= stage == Stage::Table;
         if let Some(columns) = columns {
-            test.columns = columns;
-            test.run.text.error_column = columns.error;
+            use_columns(test, columns);
         }
         if let Err(m) = self.in_test_current(text)
             && let Some(test) = self.current.as_mut()
@@ -481,8 +480,7 @@ impl<'a> Parser<'a> {
                 self.in_test(test, text)
             }
             Stage::Devices if let Some(columns) = lines::columns_of_row(text) => {
-                test.columns = columns;
-                run.text.error_column = columns.error;
+                use_columns(test, columns);
                 test.stage = Stage::Table;
                 self.in_test(test, text)
             }
@@ -502,12 +500,8 @@ impl<'a> Parser<'a> {
                             token: value.to_string(),
                         })?);
                 } else if lines::is_names_line(text) {
-                    test.columns = Columns::from_names(text);
-                    run.text.error_column = test.columns.error;
-                    run.info.report_cputime = test.columns.cputime;
-                    run.info.per_iter = test.columns.per_iter;
-                    run.info.report_timestamps = test.columns.timestamps;
-                    run.text.table_header = true;
+                    use_columns(test, Columns::from_names(text));
+                    test.run.text.table_header = true;
                     test.stage = Stage::Table;
                 } else if !(text == "#" || text.starts_with('#') && text.contains("out-of-place")) {
                     extra(run);
@@ -580,6 +574,16 @@ impl<'a> Parser<'a> {
             Stage::Done | Stage::Failed => Ok(Step::Over),
         }
     }
+}
+
+/// Reads `test`'s rows with `columns` (from its table header, or from a row's shape).
+fn use_columns(test: &mut Test, columns: Columns) {
+    test.columns = columns;
+    let run = &mut test.run;
+    run.text.error_column = columns.error;
+    run.info.report_cputime = columns.cputime;
+    run.info.per_iter = columns.per_iter;
+    run.info.report_timestamps = columns.timestamps;
 }
 
 /// A line between `Collective test starting` and `# Using devices`.

@@ -14,7 +14,22 @@ fn a_row_alone_gives_its_layout() {
     assert!(!c.redop && !c.root && !c.error);
     let rooted = "   1048576    262144   float     0    72.9   14.37   14.37  0e+00    73.0   14.35   14.35  0e+00";
     let c = columns_of_row(rooted).unwrap_or_else(|| panic!("not a row"));
-    assert!(!c.redop && c.root && c.error);
+    assert!(c.root && c.error);
+    // A root after a type: an empty op column before it (hypercube), read as op "".
+    let hypercube = "          16             4     float              -1     7.60    0.00    0.00       0     0.19    0.00    0.00       0";
+    let c = columns_of_row(hypercube).unwrap_or_else(|| panic!("not a row"));
+    assert_eq!(c, Columns::default());
+    let r = row(hypercube, &c, 20).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((r.op.as_str(), r.root), ("", -1));
+    // `-I 1`: four more values a half.
+    let per_iter = "  1048576  262144  float  sum  -1  9.25  113.37  0.00  0  8.1  9.9  9.8  2.1  3.45  303.68  0.00  0  3.1  3.9  3.8  4.2";
+    let c = columns_of_row(per_iter).unwrap_or_else(|| panic!("not a row"));
+    assert!(c.per_iter && c.root && c.redop && !c.error && !c.timestamps);
+    let stamped = format!("{per_iter}  2026-12-02 12:57:44");
+    let c = columns_of_row(&stamped).unwrap_or_else(|| panic!("not a row"));
+    assert!(c.per_iter && c.timestamps);
+    let r = row(&stamped, &c, 20).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.timestamp.as_deref(), Some("2026-12-02 12:57:44"));
     // No row: too few or too many fields, no datatype, words among the numbers.
     for line in [
         "           8             2     float     sum",
