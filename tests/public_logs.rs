@@ -6,12 +6,15 @@
 //!
 //! By subject: `layouts` (every public log and what must be read from it), `prefixes`
 //! (launchers' line prefixes, NCCL lines in the table, excerpts), `broken_runs` (`compare` on
-//! runs made broken, the real cause of a failure) and `copies` (logs without their hashes, in
-//! a container's JSON log, with a byte order mark or in UTF-16); the helpers they share are here.
+//! runs made broken, the real cause of a failure), `copies` (logs without their hashes, in
+//! a container's JSON log, with a byte order mark or in UTF-16) and `pasted` (rows without a
+//! header, trimmed tables, a crash and no table, footers in part, echoed commands:
+//! `tests/logs/pasted/`); the helpers they share are here.
 
 mod broken_runs;
 mod copies;
 mod layouts;
+mod pasted;
 mod prefixes;
 
 use crate::programs::tool;

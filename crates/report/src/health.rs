@@ -126,7 +126,17 @@ pub fn problems(run: &Run) -> Vec<Problem> {
             "footer: Avg bus bandwidth FAILED (below NCCL_TESTS_MIN_BW)".to_string(),
         ));
     }
-    let errors: Vec<&str> = error_lines(run).collect();
+    let mut errors: Vec<&str> = error_lines(run).collect();
+    // The line that says most is named: NCCL's error string before a signal or a trace.
+    errors.sort_by_key(|l| super::parse::failure_weight(l));
+    if let Some(gap) = &run.text.footer_gap
+        && run.summary.is_some()
+    {
+        out.push(problem(
+            Check::Footer,
+            format!("footer incomplete: {gap} (the log leaves it out)"),
+        ));
+    }
     if run.summary.is_none() {
         let why = match &run.text.stopped {
             _ if run.text.hang.is_some() => format!(
@@ -167,7 +177,12 @@ pub fn problems(run: &Run) -> Vec<Problem> {
         ));
     }
     if run.rows.is_empty() {
-        out.push(problem(Check::Rows, "no rows: nothing was measured".into()));
+        let why = if run.summary.is_some() {
+            "the log leaves the table's rows out (its footer is there)"
+        } else {
+            "nothing was measured"
+        };
+        out.push(problem(Check::Rows, format!("no rows: {why}")));
     }
     out
 }

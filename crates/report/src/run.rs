@@ -50,6 +50,9 @@ pub struct TextDetails {
     /// The hang watch's verdict (`hang: ...`, from `hang:`), when the run was ended as hung:
     /// from rank 0's stderr line in a log, from `nccl_perf_hang` in a `-J` JSON.
     pub hang: Option<String>,
+    /// What a footer that is there lacks (`no '# Out of bounds values' line`): the run has a
+    /// summary, but not all of it.
+    pub footer_gap: Option<String>,
 }
 
 impl Default for TextDetails {
@@ -65,6 +68,7 @@ impl Default for TextDetails {
             broken_lines: Vec::new(),
             partial_devices: Vec::new(),
             hang: None,
+            footer_gap: None,
         }
     }
 }

@@ -54,6 +54,7 @@ fn log_json(run: &Run) -> LogJson {
         no_header: run.text.no_header,
         error_column: run.text.error_column,
         stopped: run.text.stopped.clone(),
+        footer_gap: run.text.footer_gap.clone(),
         broken_lines: run
             .text
             .broken_lines

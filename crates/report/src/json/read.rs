@@ -258,6 +258,7 @@ impl DocIn {
                 no_header: log.no_header,
                 error_column: log.error_column,
                 stopped: log.stopped,
+                footer_gap: log.footer_gap,
                 partial_devices: log.partial_devices.iter().map(Device::to_info).collect(),
                 broken_lines: log
                     .broken_lines

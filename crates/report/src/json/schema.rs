@@ -223,6 +223,9 @@ pub struct LogJson {
     /// Device lines just before an excerpt that starts at a later device line (some GPUs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partial_devices: Vec<Device>,
+    /// What the footer lacks (`no '# Out of bounds values' line`), when it is there in part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer_gap: Option<String>,
 }
 
 /// A line of a test that could not be read (a row broken by interleaved output).

@@ -41,21 +41,48 @@ fn malformed(what: &str) -> LineError {
 }
 
 /// The benchmark a command line runs: the first word whose file name is `<name>_perf` or
-/// `<name>_perf_<suffix>` (`mpirun -np 8 /opt/nccl-tests/build/all_reduce_perf -b 8`). `#`
-/// lines and NCCL's own lines name none.
+/// `<name>_perf_<suffix>` (`mpirun -np 8 /opt/nccl-tests/build/all_reduce_perf -b 8`), or a
+/// wrapper's `-t`/`--test` followed by a collective's name (`run-nccl.sh -t all_gather`: nccl-tests'
+/// own `-t` takes a thread count). NCCL's own lines name none, nor do nccl-tests' `#` lines:
+/// a `#` line names one only where a command follows it (a root shell's prompt, `# ./build/
+/// all_gather_perf -b 8`, or a `#` comment that echoes the command).
 pub fn command_program(line: &str) -> Option<String> {
-    if line.starts_with('#') || is_nccl_debug(line) {
+    if is_nccl_debug(line) {
         return None;
     }
-    line.split_whitespace().find_map(|word| {
-        let name = word.rsplit('/').next().unwrap_or(word);
-        let (stem, _) = name.split_once("_perf")?;
-        let valid = !stem.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        valid.then(|| name.to_string())
+    let line = match line.strip_prefix('#') {
+        Some(rest) => {
+            let first = rest.split_whitespace().next()?;
+            let name = first.rsplit('/').next().unwrap_or(first);
+            let launcher = ["mpirun", "mpiexec", "srun", "torchrun", "$", "+"].contains(&name);
+            if !launcher && perf_program(first).is_none() {
+                return None;
+            }
+            rest
+        }
+        None => line,
+    };
+    if let Some(program) = line.split_whitespace().find_map(perf_program) {
+        return Some(program);
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).find_map(|w| {
+        let flag = ["-t", "--test", "--collective"].contains(&w[0]);
+        let name = w[1].trim_end_matches("_perf");
+        (flag && nccl_perf_facts::benchmarks::benchmark(name).is_some())
+            .then(|| format!("{name}_perf"))
     })
+}
+
+/// The program a command word names: `<name>_perf` or `<name>_perf_<suffix>`, any folder.
+fn perf_program(word: &str) -> Option<String> {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    let (stem, _) = name.split_once("_perf")?;
+    let valid = !stem.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    valid.then(|| name.to_string())
 }
 
 /// The hang watch's verdict in a line of nccl-perf's stderr (`<host>: hang: ...`, rank 0; or
@@ -106,11 +133,58 @@ pub fn nccl_version_code(line: &str) -> Option<i32> {
 /// nccl-tests' failure lines (on stdout from every process that fails; docs/errors.md):
 /// `<host>: Test NCCL failure ...`, `Test CUDA failure`, and the
 /// ` .. <host> pid N: Test failure file:line` trace.
+/// Crash lines count too ([`is_crash`]).
 pub fn is_failure(line: &str) -> bool {
     line.contains("Test failure")
         || line.contains("Test NCCL failure")
         || line.contains("Test CUDA failure")
         || line.starts_with("Invalid number of GPUs:")
+        || is_crash(line)
+}
+
+/// True for a line that says a process of the run crashed or NCCL gave up: Open MPI's
+/// `[host:pid] Signal: Aborted (6)`, `mpirun noticed that process rank 3 ... exited on
+/// signal 6 (Aborted).`, `srun: error: node: task 3: Aborted`, a shell's `Segmentation fault
+/// (core dumped)`, NCCL's `NCCL ABORT` lines and its `NCCL WARN` lines that report a
+/// fatal error (`communicator encountered a fatal error`, `async fatal event`, `Cuda
+/// failure`, a timeout). Benign warnings (`NCCL WARN Failed to open libibverbs.so`) are not.
+pub fn is_crash(line: &str) -> bool {
+    let srun_task = line.contains("srun: error: ") && line.contains(": task ");
+    if line.contains("] Signal: ")
+        || line.trim_start().starts_with("Signal: ")
+        || (line.contains("exited on signal ") && line.contains("process"))
+        || srun_task
+        || line.contains("Segmentation fault")
+        || line.contains("(core dumped)")
+        || line.contains("NCCL ABORT")
+    {
+        return true;
+    }
+    let Some((_, warning)) = line.split_once("NCCL WARN") else {
+        return false;
+    };
+    let warning = warning.to_ascii_lowercase();
+    ["fatal", "error", "failure", "abort", "timeout", "timed out"]
+        .iter()
+        .any(|w| warning.contains(w))
+}
+
+/// How much a failure line says, for choosing the one to name: nccl-tests' own failure (with
+/// NCCL's or CUDA's error string) first, then NCCL's fatal warning, then the signal, then the
+/// ` .. host pid N: Test failure file:line` trace, which says only where.
+pub fn failure_weight(line: &str) -> u8 {
+    if line.contains("Test NCCL failure")
+        || line.contains("Test CUDA failure")
+        || line.starts_with("Invalid number of GPUs:")
+    {
+        0
+    } else if line.contains("NCCL WARN") || line.contains("NCCL ABORT") {
+        1
+    } else if is_crash(line) {
+        2
+    } else {
+        3
+    }
 }
 
 /// A number as printed in a table (fit-to-width, `%g`, legacy `%6.2f`): `nan`/`-nan` keep their
@@ -282,6 +356,11 @@ pub struct Columns {
     pub per_iter: bool,
     /// A trailing `timestamp` (`-S 1`).
     pub timestamps: bool,
+    /// Halves per row: 2 (out-of-place, in-place), or 1 where the table's author left the
+    /// in-place half out (its values are then unknown: NaN, no `#wrong`).
+    pub halves: usize,
+    /// A `#wrong` (or `error`) column in each half; a table trimmed of it has no data check.
+    pub wrong: bool,
 }
 
 impl Default for Columns {
@@ -294,6 +373,8 @@ impl Default for Columns {
             cputime: false,
             per_iter: false,
             timestamps: false,
+            halves: 2,
+            wrong: true,
         }
     }
 }
@@ -302,18 +383,28 @@ impl Columns {
     /// From the field-name line `#       size         count ...`.
     pub fn from_names(line: &str) -> Columns {
         let tokens: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
+        let times = tokens
+            .iter()
+            .filter(|t| **t == "time" || **t == "cputime")
+            .count();
+        let error = tokens.contains(&"error");
         Columns {
             redop: tokens.contains(&"redop"),
             root: tokens.contains(&"root"),
-            error: tokens.contains(&"error"),
+            error,
             cputime: tokens.contains(&"cputime"),
             per_iter: tokens.contains(&"i_min"),
             timestamps: tokens.contains(&"timestamp"),
+            // A header that names no time column is no trimmed table: read it as the full one.
+            halves: if times == 1 { 1 } else { 2 },
+            // `#wrong`, ` #wrong`, or the `wrong` a page left when it took the `#` away.
+            wrong: error || tokens.iter().any(|t| t.ends_with("wrong")) || times == 0,
         }
     }
 
     fn per_half(&self) -> usize {
-        if self.per_iter { 8 } else { 4 }
+        let stats = if self.per_iter { 4 } else { 0 };
+        3 + usize::from(self.wrong) + stats
     }
 
     /// Fields before the first half: size, count, type, then redop and root where present.
@@ -323,7 +414,7 @@ impl Columns {
 
     /// Whitespace-separated tokens of a row with an op name.
     pub fn tokens(&self) -> usize {
-        self.leading() + 2 * self.per_half() + if self.timestamps { 2 } else { 0 }
+        self.leading() + self.halves * self.per_half() + if self.timestamps { 2 } else { 0 }
     }
 
     /// The field names, for messages: `size count type redop root, then time algbw busbw
@@ -337,8 +428,12 @@ impl Columns {
             lead.push("root");
         }
         let time = if self.cputime { "cputime" } else { "time" };
-        let wrong = if self.error { "error" } else { "#wrong" };
-        let mut half = format!("{time} algbw busbw {wrong}");
+        let wrong = match (self.wrong, self.error) {
+            (false, _) => "",
+            (true, true) => " error",
+            (true, false) => " #wrong",
+        };
+        let mut half = format!("{time} algbw busbw{wrong}");
         if self.per_iter {
             half += " i_min i_max i_p99 i_cv%";
         }
@@ -347,7 +442,12 @@ impl Columns {
         } else {
             ""
         };
-        format!("{}, then {half} per half{ts}", lead.join(" "))
+        let per = if self.halves == 1 {
+            "for the out-of-place half only"
+        } else {
+            "per half"
+        };
+        format!("{}, then {half} {per}{ts}", lead.join(" "))
     }
 }
 
@@ -384,8 +484,20 @@ pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, 
         (-1, rest)
     };
     let n = columns.per_half();
-    let out_of_place = half(&t[lead..lead + n], "out-of-place")?;
-    let in_place = half(&t[lead + n..lead + 2 * n], "in-place")?;
+    let out_of_place = half(&t[lead..lead + n], "out-of-place", columns.wrong)?;
+    let in_place = if columns.halves == 2 {
+        half(&t[lead + n..lead + 2 * n], "in-place", columns.wrong)?
+    } else {
+        // Left out of the table by its author: not measured as far as the log tells.
+        HalfResult {
+            time_us: f64::NAN,
+            algbw: f64::NAN,
+            busbw: f64::NAN,
+            wrong: None,
+            per_iter: None,
+        }
+    };
+    let end = lead + columns.halves * n;
     Ok(RowResult {
         size: integer(t[0], "size")?,
         count: integer(t[1], "count")?,
@@ -396,26 +508,31 @@ pub fn row(line: &str, columns: &Columns, iterations: i64) -> Result<RowResult, 
         in_place,
         timestamp: columns
             .timestamps
-            .then(|| format!("{} {}", t[lead + 2 * n], t[lead + 1 + 2 * n])),
+            .then(|| format!("{} {}", t[end], t[end + 1])),
         iterations,
     })
 }
 
-fn half(t: &[&str], which: &str) -> Result<HalfResult, LineError> {
+fn half(t: &[&str], which: &str, has_wrong: bool) -> Result<HalfResult, LineError> {
     let num = |i: usize, name: &str| number(t[i], &format!("{which} {name}"));
     // Older layouts mark an `error` beyond the tolerance with a trailing `*`.
-    let wrong = match t[3].trim_end_matches('*') {
-        "N/A" => None,
-        w => Some(number(w, "").map_err(|_| {
+    let wrong = match t
+        .get(3)
+        .filter(|_| has_wrong)
+        .map(|w| w.trim_end_matches('*'))
+    {
+        None | Some("N/A") => None,
+        Some(w) => Some(number(w, "").map_err(|_| {
             malformed(&format!("{which} #wrong '{}' is not a number or N/A", t[3]))
         })?),
     };
-    let per_iter = if t.len() > 4 {
+    let stats = if has_wrong { 4 } else { 3 };
+    let per_iter = if t.len() > stats {
         let (min, max, p99, cv) = (
-            num(4, "i_min")?,
-            num(5, "i_max")?,
-            num(6, "i_p99")?,
-            num(7, "i_cv%")?,
+            num(stats, "i_min")?,
+            num(stats + 1, "i_max")?,
+            num(stats + 2, "i_p99")?,
+            num(stats + 3, "i_cv%")?,
         );
         Some(PerIterStats {
             skipped: 0,
@@ -470,4 +587,69 @@ pub fn average(line: &str) -> Result<(f64, Option<bool>), LineError> {
 /// The text after `label : ` of a `# %-20s : ...` footer line.
 pub fn after_colon(line: &str) -> &str {
     line.split_once(" : ").map_or("", |(_, v)| v)
+}
+
+/// The columns of a table shown without any header line (rows pasted alone), from one of its
+/// rows: `None` for a line that is no row of nccl-tests' full layouts. A row is `size count
+/// type`, the op where a word follows the type, the root where one more number does (after an
+/// empty op column: hypercube's), then two halves of `time algbw busbw #wrong` (and `i_min
+/// i_max i_p99 i_cv%` with `-I 1`), then `-S 1`'s timestamp; a layout trimmed by hand cannot be
+/// told without its header.
+/// An `#wrong` written as a fraction (`2e-07`, `0.00`) is the older `error` column.
+pub fn columns_of_row(line: &str) -> Option<Columns> {
+    let mut t: Vec<&str> = line.split_whitespace().collect();
+    // `-S 1`'s timestamp ends the row: `2026-12-02 12:57:44`.
+    let stamp = |d: &str, c: char| {
+        d.len() > 4 && d.contains(c) && d.bytes().all(|b| b.is_ascii_digit() || b == c as u8)
+    };
+    let timestamps = t.len() > 11 && stamp(t[t.len() - 2], '-') && stamp(t[t.len() - 1], ':');
+    if timestamps {
+        t.truncate(t.len() - 2);
+    }
+    if !(11..=21).contains(&t.len()) {
+        return None;
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(t[0]) || !digits(t[1]) || !is_type_name(t[2]) {
+        return None;
+    }
+    let op = t[3].starts_with(|c: char| c.is_ascii_alphabetic()) && t[3] != "N/A";
+    let lead = 3 + usize::from(op);
+    let (root, per_iter) = match t.len() - lead {
+        8 => (false, false),
+        9 => (true, false),
+        16 => (false, true),
+        17 => (true, true),
+        _ => return None,
+    };
+    let values = &t[lead..];
+    let numeric = |s: &&str| *s == "N/A" || s.trim_end_matches('*').parse::<f64>().is_ok();
+    if !values.iter().all(numeric) {
+        return None;
+    }
+    let first = lead + usize::from(root);
+    let per_half = if per_iter { 8 } else { 4 };
+    let error = [t[first + 3], t[first + 3 + per_half]]
+        .iter()
+        .any(|w| w.contains(['.', 'e', 'E']) && *w != "N/A");
+    Some(Columns {
+        redop: op || root,
+        root,
+        error,
+        per_iter,
+        timestamps,
+        ..Columns::default()
+    })
+}
+
+/// A datatype name as nccl-tests and rccl-tests print it in the `type` column.
+fn is_type_name(token: &str) -> bool {
+    nccl_perf_cli::types::DataType::from_name(token).is_some()
+        || ["char", "int", "uint", "fp8_e4m3", "fp8_e5m2"].contains(&token)
+}
+
+/// True for the first line of either footer line (`# Out of bounds values`, `# Avg bus
+/// bandwidth`).
+pub fn is_footer(line: &str) -> bool {
+    line.starts_with("# Out of bounds values") || line.starts_with("# Avg bus bandwidth")
 }

@@ -17,7 +17,12 @@
 //! log: it is kept with the rows read so far and [`TextDetails::stopped`] says where it stopped
 //! (`health` reports it). A line inside a test that cannot be read (a row broken by interleaved
 //! output) is kept in [`TextDetails::broken_lines`] with the reason; the other rows are read.
+//!
+//! Excerpts start a test wherever they start: at the device lines, the table header, a row
+//! (the row's fields give the layout: `lines::columns_of_row`) or the footer. A log with no
+//! test at all but a crash is one failed run (`crash`).
 
+mod crash;
 mod lines;
 mod prefix;
 
@@ -33,6 +38,8 @@ pub fn hang_line(text: &str) -> String {
 }
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pasted;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -44,9 +51,15 @@ use super::run::{ReadError, Run, Source, TextDetails, equivalent_args};
 use super::{RunInfo, Summary};
 
 /// True for nccl-tests' failure lines (`Test NCCL failure`, `Test CUDA failure`, the
-/// ` .. host pid N: Test failure` trace).
+/// ` .. host pid N: Test failure` trace) and crash lines (a signal, NCCL's fatal warnings).
 pub fn is_failure_line(line: &str) -> bool {
     lines::is_failure(line)
+}
+
+/// How much a failure line says (0 most): nccl-tests' failure with NCCL's or CUDA's error
+/// string, NCCL's fatal warning, a signal, then the trace that only says where.
+pub fn failure_weight(line: &str) -> u8 {
+    lines::failure_weight(line)
 }
 
 /// How lenient [`parse_log`] is.
@@ -100,11 +113,21 @@ pub fn parse_log(text: &str, file: &str, _options: &ParseOptions) -> Result<Vec<
         runs.extend(parser.finish()?);
     }
     if runs.is_empty() {
+        // No test at all, but the run's crash: a failed run, not unreadable input.
+        let mut all: Vec<(usize, &str)> = streams
+            .values()
+            .flatten()
+            .map(|(n, l)| (*n, l.as_ref()))
+            .collect();
+        all.sort_by_key(|(n, _)| *n);
+        if let Some(run) = crash::failed_run(file, &all) {
+            return Ok(vec![run]);
+        }
         return Err(ReadError::whole(
             file,
             format!(
-                "no nccl-tests output found in {count} lines (no '# Collective test starting:' \
-                 or '# nThread ...' line)"
+                "no nccl-tests output found in {count} lines (no header, table, row or footer \
+                 of nccl-tests, and no failure or crash line)"
             ),
         ));
     }
@@ -286,32 +309,51 @@ impl<'a> Parser<'a> {
             }
         } else if lines::is_names_line(text) {
             // A table shown without the lines above it (an excerpt in a document or a ticket).
-            let program = self.command.clone().unwrap_or_default();
-            let partial = std::mem::take(&mut self.partial_devices);
-            self.start(n, &program);
-            if let Some(test) = self.current.as_mut() {
-                // Ranks 0 to N-1 each once: every device line is there (only the lines above
-                // them were lost), so they are the run's devices.
-                let mut ranks: Vec<i64> = partial.iter().map(|d| d.rank).collect();
-                ranks.sort_unstable();
-                if !ranks.is_empty() && ranks.iter().zip(0..).all(|(&r, i)| r == i) {
-                    test.run.devices = partial;
-                } else {
-                    test.run.text.partial_devices = partial;
-                }
-                test.run.text.no_header = true;
-                test.has_parameters = true;
-                test.stage = Stage::Devices;
-                if let Err(m) = self.in_test_current(text)
-                    && let Some(test) = self.current.as_mut()
-                {
-                    Self::broken(test, n, text, &m);
-                }
-            }
+            self.start_excerpt(n, text, Stage::Devices, None);
+        } else if let Some(columns) = lines::columns_of_row(text) {
+            // Rows pasted without any header line: their shape gives the columns; the footer,
+            // when it follows, judges them as any other.
+            self.start_excerpt(n, text, Stage::Table, Some(columns));
+        } else if lines::is_footer(text) {
+            // A footer whose rows (and header) the log leaves out.
+            self.start_excerpt(n, text, Stage::Table, None);
         } else if let Some(program) = lines::command_program(text) {
             self.command = Some(program);
         }
         Ok(())
+    }
+
+    /// Starts a test at line `n` that the log shows without its header lines (an excerpt of
+    /// the table, of its rows or of its footer), in `stage`, and reads `text` in it.
+    fn start_excerpt(&mut self, n: usize, text: &str, stage: Stage, columns: Option<Columns>) {
+        let program = self.command.clone().unwrap_or_default();
+        let partial = std::mem::take(&mut self.partial_devices);
+        self.start(n, &program);
+        let Some(test) = self.current.as_mut() else {
+            return;
+        };
+        // Ranks 0 to N-1 each once: every device line is there (only the lines above
+        // them were lost), so they are the run's devices.
+        let mut ranks: Vec<i64> = partial.iter().map(|d| d.rank).collect();
+        ranks.sort_unstable();
+        if !ranks.is_empty() && ranks.iter().zip(0..).all(|(&r, i)| r == i) {
+            test.run.devices = partial;
+        } else {
+            test.run.text.partial_devices = partial;
+        }
+        test.run.text.no_header = true;
+        test.has_parameters = true;
+        test.stage = stage;
+        // Rows or a footer without the table header: `report` prints them under one.
+        test.run.text.table_header |= stage == Stage::Table;
+        if let Some(columns) = columns {
+            use_columns(test, columns);
+        }
+        if let Err(m) = self.in_test_current(text)
+            && let Some(test) = self.current.as_mut()
+        {
+            Self::broken(test, n, text, &m);
+        }
     }
 
     fn in_test_current(&mut self, text: &str) -> Result<Step, LineError> {
@@ -424,9 +466,22 @@ impl<'a> Parser<'a> {
             return Ok(Step::Taken);
         }
         match test.stage {
-            // An excerpt may leave out `# Using devices`: the table header ends the header.
-            Stage::Header if lines::is_names_line(text) && test.has_parameters => {
+            // An excerpt may leave out `# Using devices` (and a document the parameter line):
+            // the table header ends the header.
+            Stage::Header if lines::is_names_line(text) => {
+                test.has_parameters = true;
                 test.stage = Stage::Devices;
+                self.in_test(test, text)
+            }
+            // An excerpt that leaves out the table header (rows follow the device lines), or
+            // the whole table (the footer follows them).
+            Stage::Header | Stage::Devices if lines::is_footer(text) => {
+                test.stage = Stage::Table;
+                self.in_test(test, text)
+            }
+            Stage::Devices if let Some(columns) = lines::columns_of_row(text) => {
+                use_columns(test, columns);
+                test.stage = Stage::Table;
                 self.in_test(test, text)
             }
             Stage::Header => header_line(test, text),
@@ -445,12 +500,8 @@ impl<'a> Parser<'a> {
                             token: value.to_string(),
                         })?);
                 } else if lines::is_names_line(text) {
-                    test.columns = Columns::from_names(text);
-                    run.text.error_column = test.columns.error;
-                    run.info.report_cputime = test.columns.cputime;
-                    run.info.per_iter = test.columns.per_iter;
-                    run.info.report_timestamps = test.columns.timestamps;
-                    run.text.table_header = true;
+                    use_columns(test, Columns::from_names(text));
+                    test.run.text.table_header = true;
                     test.stage = Stage::Table;
                 } else if !(text == "#" || text.starts_with('#') && text.contains("out-of-place")) {
                     extra(run);
@@ -468,6 +519,18 @@ impl<'a> Parser<'a> {
                         memory_report: None,
                     });
                     test.stage = Stage::Footer;
+                } else if text.starts_with("# Avg bus bandwidth") {
+                    // A footer whose `Out of bounds values` line the log leaves out.
+                    let (avg, ok) = lines::average(text)?;
+                    run.summary = Some(Summary {
+                        oob_errors: 0,
+                        avg_busbw: avg,
+                        min_bw_ok: ok,
+                        last_error: String::new(),
+                        memory_report: None,
+                    });
+                    run.text.footer_gap = Some("no '# Out of bounds values' line".into());
+                    test.stage = Stage::Closing;
                 } else if first.starts_with(|c: char| c.is_ascii_digit()) {
                     let row = lines::row(text, &test.columns, run.info.iters).map_err(|e| {
                         match &after_debug {
@@ -511,6 +574,16 @@ impl<'a> Parser<'a> {
             Stage::Done | Stage::Failed => Ok(Step::Over),
         }
     }
+}
+
+/// Reads `test`'s rows with `columns` (from its table header, or from a row's shape).
+fn use_columns(test: &mut Test, columns: Columns) {
+    test.columns = columns;
+    let run = &mut test.run;
+    run.text.error_column = columns.error;
+    run.info.report_cputime = columns.cputime;
+    run.info.per_iter = columns.per_iter;
+    run.info.report_timestamps = columns.timestamps;
 }
 
 /// A line between `Collective test starting` and `# Using devices`.
