@@ -1,0 +1,207 @@
+//! The failures that stop a job once its processes have met, said once. Each process' own
+//! problem (a libcuda or libnccl that cannot be loaded, no GPU, too few GPUs) travels to rank 0
+//! in its record at the agreement (`placement::agree`); rank 0 groups the processes that met
+//! the same cause and says each cause once, with how many processes met it and on which hosts:
+//! `all_reduce_perf: 32 of 32 processes on vm: cannot load libcuda.so.1 ...`. Pure: the lines
+//! are made here and printed by the caller.
+
+use super::placement::ProcessRecord;
+
+/// At most this many hosts (and rank ranges) are named in a line; the rest are counted.
+const NAMED: usize = 8;
+
+/// One cause and the processes that met it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// Its text, one line (a process' error as it would say it, without its host).
+    pub text: String,
+    /// Its exit code.
+    pub code: u8,
+    /// nccl-tests' line for it on stdout, as the first process that met it would print it
+    /// (CUDA and NCCL failures, the GPU count check); `None` for stderr causes.
+    pub stdout: Option<String>,
+    /// The first process' hint (too few GPUs), prefixed with its host.
+    pub hint: Option<String>,
+    /// The world ranks that met it, ascending.
+    pub ranks: Vec<usize>,
+    /// Their hosts, each once, in rank order.
+    pub hosts: Vec<String>,
+}
+
+/// The causes of `records` (the processes with a problem), each once, in the order of the
+/// first rank that met it. Equal texts are one cause, whatever the host.
+pub fn group(records: &[ProcessRecord]) -> Vec<Cause> {
+    let mut causes: Vec<Cause> = Vec::new();
+    for r in records {
+        let Some(problem) = &r.problem else { continue };
+        let text = one_line(problem);
+        let code = r.code.unwrap_or(crate::error::code::INVALID_USAGE);
+        let i = match causes.iter().position(|c| c.text == text && c.code == code) {
+            Some(i) => i,
+            None => {
+                causes.push(Cause {
+                    text,
+                    code,
+                    stdout: r.stdout.clone(),
+                    hint: r.hint.as_ref().map(|h| format!("{}: {h}", r.host)),
+                    ranks: Vec::new(),
+                    hosts: Vec::new(),
+                });
+                causes.len() - 1
+            }
+        };
+        let c = &mut causes[i];
+        c.ranks.push(r.world_rank);
+        if !c.hosts.contains(&r.host) {
+            c.hosts.push(r.host.clone());
+        }
+    }
+    causes
+}
+
+/// A text of several lines as one (nccl-tests' GPU count check has two).
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Cause {
+    /// Its line on stderr: `<program>: <n> of <world> processes [(ranks ...)] on <hosts>:
+    /// <text>`; the ranks are named when not every process met it.
+    pub fn line(&self, program: &str, world: usize) -> String {
+        let n = self.ranks.len();
+        let ranks = match n {
+            _ if n == world => String::new(),
+            1 => format!(" (rank {})", self.ranks[0]),
+            _ => format!(" (ranks {})", ranges(&self.ranks)),
+        };
+        let noun = if world == 1 { "process" } else { "processes" };
+        format!(
+            "{program}: {n} of {world} {noun}{ranks} on {}: {}",
+            hosts(&self.hosts),
+            self.text
+        )
+    }
+}
+
+/// Hosts as `a, b, c`, the first [`NAMED`] and `and <n> more hosts` beyond.
+fn hosts(all: &[String]) -> String {
+    let named = all[..all.len().min(NAMED)].join(", ");
+    match all.len().saturating_sub(NAMED) {
+        0 => named,
+        more => format!("{named} and {more} more hosts"),
+    }
+}
+
+/// Ascending ranks as ranges (`0-3, 8, 10-11`), the first [`NAMED`] ranges and `...` beyond.
+fn ranges(ranks: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == r => *end = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    let mut words: Vec<String> = runs
+        .iter()
+        .take(NAMED)
+        .map(|&(a, b)| match a == b {
+            true => a.to_string(),
+            false => format!("{a}-{b}"),
+        })
+        .collect();
+    if runs.len() > NAMED {
+        words.push("...".into());
+    }
+    words.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(rank: usize, host: &str, problem: &str, code: u8) -> ProcessRecord {
+        ProcessRecord {
+            world_rank: rank,
+            group: 0,
+            host: host.into(),
+            host_hash: 0,
+            machine: String::new(),
+            pid: 100 + rank as u32,
+            local_rank: 0,
+            visible: None,
+            gpus: Vec::new(),
+            problem: Some(problem.into()),
+            code: Some(code),
+            stdout: None,
+            hint: None,
+        }
+    }
+
+    const NO_CUDA: &str = "cannot load libcuda.so.1 (the NVIDIA driver library): ...";
+
+    #[test]
+    fn one_cause_on_every_process_is_one_line() {
+        let all: Vec<ProcessRecord> = (0..32).map(|r| failed(r, "vm", NO_CUDA, 2)).collect();
+        let causes = group(&all);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            causes[0].line("all_reduce_perf", 32),
+            format!("all_reduce_perf: 32 of 32 processes on vm: {NO_CUDA}")
+        );
+        assert_eq!(causes[0].code, 2);
+    }
+
+    #[test]
+    fn different_causes_are_said_each_once_with_their_ranks_and_hosts() {
+        let mut all: Vec<ProcessRecord> = (0..40)
+            .map(|r| failed(r, &format!("node{:02}", r / 4), NO_CUDA, 2))
+            .collect();
+        all[5] = failed(5, "node01", "cannot load NCCL (tried libnccl.so.2): gone", 3);
+        let mut fine = failed(6, "node01", "", 0);
+        fine.problem = None;
+        all[6] = fine;
+        let causes = group(&all);
+        assert_eq!(causes.len(), 2, "{causes:?}");
+        assert_eq!(
+            causes[0].line("p", 40),
+            format!(
+                "p: 38 of 40 processes (ranks 0-4, 7-39) on node00, node01, node02, node03, \
+                 node04, node05, node06, node07 and 2 more hosts: {NO_CUDA}"
+            )
+        );
+        assert_eq!(
+            causes[1].line("p", 40),
+            "p: 1 of 40 processes (rank 5) on node01: cannot load NCCL (tried libnccl.so.2): gone"
+        );
+    }
+
+    #[test]
+    fn the_gpu_count_check_is_one_line_and_keeps_its_stdout_form_and_hint() {
+        let text = "Invalid number of GPUs: 1 requested but only 0 were found.\nPlease check.";
+        let mut a = failed(0, "n1", text, 5);
+        a.stdout = Some(text.into());
+        a.hint = Some("hint: 2 process(es) on this host".into());
+        let b = failed(1, "n1", text, 5);
+        let causes = group(&[a, b]);
+        assert_eq!(causes.len(), 1);
+        let c = &causes[0];
+        assert_eq!(
+            c.line("p", 2),
+            "p: 2 of 2 processes on n1: Invalid number of GPUs: 1 requested but only 0 were \
+             found. Please check."
+        );
+        assert_eq!(c.stdout.as_deref(), Some(text));
+        assert_eq!(c.hint.as_deref(), Some("n1: hint: 2 process(es) on this host"));
+    }
+
+    #[test]
+    fn long_rank_lists_are_bounded() {
+        let odd: Vec<usize> = (0..40).filter(|r| r % 2 == 1).collect();
+        assert_eq!(ranges(&odd), "1, 3, 5, 7, 9, 11, 13, 15, ...");
+        assert_eq!(ranges(&[0, 1, 2, 5]), "0-2, 5");
+    }
+}
