@@ -72,8 +72,16 @@ mod tests {
         assert!(!container_marks(false, false, ""));
         assert!(container_marks(true, false, ""));
         assert!(container_marks(false, true, ""));
-        assert!(container_marks(false, false, "0::/system.slice/docker-3f2a.scope\n"));
-        assert!(container_marks(false, false, "1:cpu:/kubepods/burstable/pod1\n"));
+        assert!(container_marks(
+            false,
+            false,
+            "0::/system.slice/docker-3f2a.scope\n"
+        ));
+        assert!(container_marks(
+            false,
+            false,
+            "1:cpu:/kubepods/burstable/pod1\n"
+        ));
     }
 
     #[test]

@@ -5,8 +5,6 @@
 //! `all_reduce_perf: 32 of 32 processes on vm: cannot load libcuda.so.1 ...`. Pure: the lines
 //! are made here and printed by the caller.
 
-use super::placement::ProcessRecord;
-
 /// At most this many hosts (and rank ranges) are named in a line; the rest are counted.
 const NAMED: usize = 8;
 
@@ -28,22 +26,38 @@ pub struct Cause {
     pub hosts: Vec<String>,
 }
 
-/// The causes of `records` (the processes with a problem), each once, in the order of the
-/// first rank that met it. Equal texts are one cause, whatever the host.
-pub fn group(records: &[ProcessRecord]) -> Vec<Cause> {
+/// What one process met, as its record at the agreement tells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Met<'a> {
+    /// Its world rank.
+    pub rank: usize,
+    /// Its host.
+    pub host: &'a str,
+    /// Its problem, as it would say it without its host (maybe several lines).
+    pub problem: &'a str,
+    /// The problem's exit code.
+    pub code: u8,
+    /// nccl-tests' stdout line for it, if any.
+    pub stdout: Option<&'a str>,
+    /// Its hint, if any.
+    pub hint: Option<&'a str>,
+}
+
+/// The causes the processes met, each once, in the order of the first rank that met it.
+/// Equal texts are one cause, whatever the host.
+pub fn group<'a>(met: impl IntoIterator<Item = Met<'a>>) -> Vec<Cause> {
     let mut causes: Vec<Cause> = Vec::new();
-    for r in records {
-        let Some(problem) = &r.problem else { continue };
-        let text = one_line(problem);
-        let code = r.code.unwrap_or(crate::error::code::INVALID_USAGE);
+    for r in met {
+        let text = one_line(r.problem);
+        let code = r.code;
         let i = match causes.iter().position(|c| c.text == text && c.code == code) {
             Some(i) => i,
             None => {
                 causes.push(Cause {
                     text,
                     code,
-                    stdout: r.stdout.clone(),
-                    hint: r.hint.as_ref().map(|h| format!("{}: {h}", r.host)),
+                    stdout: r.stdout.map(str::to_string),
+                    hint: r.hint.map(|h| format!("{}: {h}", r.host)),
                     ranks: Vec::new(),
                     hosts: Vec::new(),
                 });
@@ -51,9 +65,9 @@ pub fn group(records: &[ProcessRecord]) -> Vec<Cause> {
             }
         };
         let c = &mut causes[i];
-        c.ranks.push(r.world_rank);
-        if !c.hosts.contains(&r.host) {
-            c.hosts.push(r.host.clone());
+        c.ranks.push(r.rank);
+        if !c.hosts.iter().any(|h| h == r.host) {
+            c.hosts.push(r.host.to_string());
         }
     }
     causes
@@ -123,19 +137,12 @@ fn ranges(ranks: &[usize]) -> String {
 mod tests {
     use super::*;
 
-    fn failed(rank: usize, host: &str, problem: &str, code: u8) -> ProcessRecord {
-        ProcessRecord {
-            world_rank: rank,
-            group: 0,
-            host: host.into(),
-            host_hash: 0,
-            machine: String::new(),
-            pid: 100 + rank as u32,
-            local_rank: 0,
-            visible: None,
-            gpus: Vec::new(),
-            problem: Some(problem.into()),
-            code: Some(code),
+    fn failed<'a>(rank: usize, host: &'a str, problem: &'a str, code: u8) -> Met<'a> {
+        Met {
+            rank,
+            host,
+            problem,
+            code,
             stdout: None,
             hint: None,
         }
@@ -145,8 +152,7 @@ mod tests {
 
     #[test]
     fn one_cause_on_every_process_is_one_line() {
-        let all: Vec<ProcessRecord> = (0..32).map(|r| failed(r, "vm", NO_CUDA, 2)).collect();
-        let causes = group(&all);
+        let causes = group((0..32).map(|r| failed(r, "vm", NO_CUDA, 2)));
         assert_eq!(causes.len(), 1);
         assert_eq!(
             causes[0].line("all_reduce_perf", 32),
@@ -157,14 +163,17 @@ mod tests {
 
     #[test]
     fn different_causes_are_said_each_once_with_their_ranks_and_hosts() {
-        let mut all: Vec<ProcessRecord> = (0..40)
-            .map(|r| failed(r, &format!("node{:02}", r / 4), NO_CUDA, 2))
-            .collect();
-        all[5] = failed(5, "node01", "cannot load NCCL (tried libnccl.so.2): gone", 3);
-        let mut fine = failed(6, "node01", "", 0);
-        fine.problem = None;
-        all[6] = fine;
-        let causes = group(&all);
+        let hosts: Vec<String> = (0..40).map(|r| format!("node{:02}", r / 4)).collect();
+        let mut all: Vec<Met> = (0..40).map(|r| failed(r, &hosts[r], NO_CUDA, 2)).collect();
+        all[5] = failed(
+            5,
+            "node01",
+            "cannot load NCCL (tried libnccl.so.2): gone",
+            3,
+        );
+        // Rank 6 met nothing.
+        all.remove(6);
+        let causes = group(all);
         assert_eq!(causes.len(), 2, "{causes:?}");
         assert_eq!(
             causes[0].line("p", 40),
@@ -183,10 +192,10 @@ mod tests {
     fn the_gpu_count_check_is_one_line_and_keeps_its_stdout_form_and_hint() {
         let text = "Invalid number of GPUs: 1 requested but only 0 were found.\nPlease check.";
         let mut a = failed(0, "n1", text, 5);
-        a.stdout = Some(text.into());
-        a.hint = Some("hint: 2 process(es) on this host".into());
+        a.stdout = Some(text);
+        a.hint = Some("hint: 2 process(es) on this host");
         let b = failed(1, "n1", text, 5);
-        let causes = group(&[a, b]);
+        let causes = group([a, b]);
         assert_eq!(causes.len(), 1);
         let c = &causes[0];
         assert_eq!(
@@ -195,7 +204,10 @@ mod tests {
              found. Please check."
         );
         assert_eq!(c.stdout.as_deref(), Some(text));
-        assert_eq!(c.hint.as_deref(), Some("n1: hint: 2 process(es) on this host"));
+        assert_eq!(
+            c.hint.as_deref(),
+            Some("n1: hint: 2 process(es) on this host")
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! rank 0 gathers them, prints the device lines from them and checks the whole launch, and
 //! every process learns the verdict before any communicator exists.
 
+use super::causes;
 use crate::bootstrap::fingerprint::{self, Fingerprint};
 use crate::bootstrap::{Bootstrap, Reduce, peer_text};
 use crate::error::{Error, Result};
@@ -413,7 +414,16 @@ fn once_lines(
     if let Some(m) = mismatch {
         return (Vec::new(), vec![format!("{host}: wrong launch: {m}")]);
     }
-    let causes = super::causes::group(records);
+    let causes = causes::group(records.iter().filter_map(|r| {
+        Some(causes::Met {
+            rank: r.world_rank,
+            host: &r.host,
+            problem: r.problem.as_deref()?,
+            code: cause_code(r),
+            stdout: r.stdout.as_deref(),
+            hint: r.hint.as_deref(),
+        })
+    }));
     let mut out: Vec<String> = causes.iter().filter_map(|c| c.stdout.clone()).collect();
     if !out.is_empty() {
         out.push(format!(

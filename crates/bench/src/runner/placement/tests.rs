@@ -252,11 +252,21 @@ fn agree_ends_a_job_with_its_highest_cause_said_once() {
         r.code = Some(code);
         r
     };
-    let peer = |r: ProcessRecord| serde_json::json!({ "record": r, "run": Fingerprint::default() }).to_string();
+    let peer = |r: ProcessRecord| {
+        serde_json::json!({ "record": r, "run": Fingerprint::default() }).to_string()
+    };
     let boot = two_processes(peer(failed(1, "n2", "cannot load NCCL", 3)));
-    let e = agree(&boot, &failed(0, "n1", "cannot load libcuda.so.1", 2), &Default::default(), 1)
-        .unwrap_err();
-    assert!(matches!(&e, Error::Agreed(s) if matches!(**s, Error::SaidByRankZero(3))), "{e:?}");
+    let e = agree(
+        &boot,
+        &failed(0, "n1", "cannot load libcuda.so.1", 2),
+        &Default::default(),
+        1,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::Agreed(s) if matches!(**s, Error::SaidByRankZero(3))),
+        "{e:?}"
+    );
     assert!(e.said() && e.exit_code() == 3, "{e:?}");
     // A healthy rank 0 learns the job's code from the peer's record.
     let boot = two_processes(peer(failed(1, "n2", "cannot load libcuda.so.1", 2)));
@@ -264,7 +274,13 @@ fn agree_ends_a_job_with_its_highest_cause_said_once() {
     assert!(e.said() && e.exit_code() == 2, "{e:?}");
     // Another process (its allreduce, here, answers its own code).
     let other = FakeJob::new(1, 2, |_| Ok(Vec::new()));
-    let e = agree(&other, &failed(1, "n2", "no GPU", 5), &Default::default(), 1).unwrap_err();
+    let e = agree(
+        &other,
+        &failed(1, "n2", "no GPU", 5),
+        &Default::default(),
+        1,
+    )
+    .unwrap_err();
     assert!(e.said() && e.exit_code() == 5, "{e:?}");
     // A record of an older version without a code: a wrong launch.
     let mut old = failed(1, "n2", "no GPU", 5);
@@ -290,11 +306,16 @@ fn rank_zero_says_each_cause_once() {
     let (out, err) = once_lines(6, 1, None, &records);
     assert_eq!(out.len(), 2, "{out:?}");
     assert_eq!(out[0], text);
-    assert!(out[1].starts_with(" .. ") && out[1].contains(": Test failure "), "{out:?}");
+    assert!(
+        out[1].starts_with(" .. ") && out[1].contains(": Test failure "),
+        "{out:?}"
+    );
     assert_eq!(err.len(), 2, "{err:?}");
     assert!(
-        err[0].ends_with(": 4 of 6 processes (ranks 0-3) on n1: Invalid number of GPUs: 1 \
-                          requested but only 0 were found. Please check."),
+        err[0].ends_with(
+            ": 4 of 6 processes (ranks 0-3) on n1: Invalid number of GPUs: 1 \
+                          requested but only 0 were found. Please check."
+        ),
         "{err:?}"
     );
     assert!(err[1].contains(": wrong launch: ranks 4 (pid 104) and 5 (pid 105) would both use"));
