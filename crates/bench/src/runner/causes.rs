@@ -24,6 +24,9 @@ pub struct Cause {
     pub ranks: Vec<usize>,
     /// Their hosts, each once, in rank order.
     pub hosts: Vec<String>,
+    /// The texts differ in their numbers (nccl-tests' GPU count check: each local rank
+    /// requests its own count); `text` is the first process'.
+    pub numbers_vary: bool,
 }
 
 /// What one process met, as its record at the agreement tells.
@@ -44,14 +47,18 @@ pub struct Met<'a> {
 }
 
 /// The causes the processes met, each once, in the order of the first rank that met it.
-/// Equal texts are one cause, whatever the host.
+/// Texts equal but for their numbers are one cause, whatever the host.
 pub fn group<'a>(met: impl IntoIterator<Item = Met<'a>>) -> Vec<Cause> {
     let mut causes: Vec<Cause> = Vec::new();
     for r in met {
         let text = one_line(r.problem);
         let code = r.code;
-        let i = match causes.iter().position(|c| c.text == text && c.code == code) {
-            Some(i) => i,
+        let same = |c: &Cause| c.code == code && shape(&c.text) == shape(&text);
+        let i = match causes.iter().position(same) {
+            Some(i) => {
+                causes[i].numbers_vary |= causes[i].text != text;
+                i
+            }
             None => {
                 causes.push(Cause {
                     text,
@@ -60,6 +67,7 @@ pub fn group<'a>(met: impl IntoIterator<Item = Met<'a>>) -> Vec<Cause> {
                     hint: r.hint.map(|h| format!("{}: {h}", r.host)),
                     ranks: Vec::new(),
                     hosts: Vec::new(),
+                    numbers_vary: false,
                 });
                 causes.len() - 1
             }
@@ -73,6 +81,19 @@ pub fn group<'a>(met: impl IntoIterator<Item = Met<'a>>) -> Vec<Cause> {
     causes
 }
 
+/// A text with each run of digits as `#`: the shape that texts of one cause share.
+fn shape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c.is_ascii_digit() {
+            true if out.ends_with('#') => {}
+            true => out.push('#'),
+            false => out.push(c),
+        }
+    }
+    out
+}
+
 /// A text of several lines as one (nccl-tests' GPU count check has two).
 fn one_line(text: &str) -> String {
     text.lines()
@@ -84,7 +105,8 @@ fn one_line(text: &str) -> String {
 
 impl Cause {
     /// Its line on stderr: `<program>: <n> of <world> processes [(ranks ...)] on <hosts>:
-    /// <text>`; the ranks are named when not every process met it.
+    /// <text>`; the ranks are named when not every process met it; where the texts' numbers
+    /// differ, the first process' text and a note saying so.
     pub fn line(&self, program: &str, world: usize) -> String {
         let n = self.ranks.len();
         let ranks = match n {
@@ -93,8 +115,15 @@ impl Cause {
             _ => format!(" (ranks {})", ranges(&self.ranks)),
         };
         let noun = if world == 1 { "process" } else { "processes" };
+        let vary = match self.numbers_vary {
+            true => format!(
+                " (rank {}'s; the numbers differ between these processes)",
+                self.ranks[0]
+            ),
+            false => String::new(),
+        };
         format!(
-            "{program}: {n} of {world} {noun}{ranks} on {}: {}",
+            "{program}: {n} of {world} {noun}{ranks} on {}: {}{vary}",
             hosts(&self.hosts),
             self.text
         )
@@ -207,6 +236,32 @@ mod tests {
         assert_eq!(
             c.hint.as_deref(),
             Some("n1: hint: 2 process(es) on this host")
+        );
+    }
+
+    /// Too few GPUs for local ranks 8-15 of a host with 8: each requests its own count, one
+    /// cause still.
+    #[test]
+    fn texts_that_differ_in_their_numbers_are_one_cause() {
+        let texts: Vec<String> = (8..16)
+            .map(|r| {
+                format!(
+                    "Invalid number of GPUs: {} requested but only 8 were found.",
+                    r + 1
+                )
+            })
+            .collect();
+        let causes = group((8..16).map(|r| failed(r, "gpu01", &texts[r - 8], 5)));
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(
+            causes[0].line("p", 16),
+            "p: 8 of 16 processes (ranks 8-15) on gpu01: Invalid number of GPUs: 9 requested but \
+             only 8 were found. (rank 8's; the numbers differ between these processes)"
+        );
+        // Texts that differ otherwise are causes of their own.
+        assert_eq!(
+            group([failed(0, "a", "x 1", 2), failed(1, "a", "y 1", 2)]).len(),
+            2
         );
     }
 
