@@ -173,7 +173,11 @@ fn check(c: &Case, bin: &str, o: &Outcome, stage: &GpuStage) -> &'static str {
                 GpuStage::NoDriver => {
                     assert_eq!(errors.len(), 1, "{}", ctx());
                     assert!(
-                        errors[0].starts_with("cannot load libcuda.so.1"),
+                        // The program's prefix, then the cause.
+                        errors[0].split_once(": ").is_some_and(|(program, cause)| {
+                            program.ends_with("_perf")
+                                && cause.starts_with("cannot load libcuda.so.1 ")
+                        }),
                         "{}",
                         ctx()
                     );

@@ -116,7 +116,8 @@ fn the_health_preset_fills_in_what_the_command_line_leaves_out() {
     assert_eq!(r.status.code(), Some(255), "{out}{err}");
     assert!(
         err.starts_with(
-            "--health-prom /nonexistent-folder/node.prom: cannot create the output file ("
+            "all_reduce_perf: --health-prom /nonexistent-folder/node.prom: cannot create the \
+             output file ("
         ),
         "{err}"
     );
@@ -124,7 +125,7 @@ fn the_health_preset_fills_in_what_the_command_line_leaves_out() {
         let r = all_reduce(&[o, "h.out"]);
         let (_, err) = text(&r);
         assert_eq!(r.status.code(), Some(255), "{o}: {err}");
-        assert_eq!(err.trim(), format!("{o} needs --health"));
+        assert_eq!(err.trim(), format!("all_reduce_perf: {o} needs --health"));
     }
 }
 

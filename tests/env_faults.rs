@@ -120,7 +120,7 @@ fn a_missing_or_too_old_nccl_is_one_line_exit_3() {
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
     assert!(
         o.stderr
-            .starts_with("cannot load NCCL (tried /nonexistent/libnccl.so.2)"),
+            .starts_with("all_reduce_perf: cannot load NCCL (tried /nonexistent/libnccl.so.2)"),
         "{}",
         o.all()
     );
@@ -136,7 +136,7 @@ fn a_missing_or_too_old_nccl_is_one_line_exit_3() {
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.all());
     assert!(
         o.stderr.starts_with(&format!(
-            "{} lacks ncclGetUniqueId, ncclCommInitRank,",
+            "all_reduce_perf: {} lacks ncclGetUniqueId, ncclCommInitRank,",
             old.display()
         )) && o.stderr.contains("this NCCL is too old"),
         "{}",
@@ -193,7 +193,7 @@ fn an_older_nccl_gates_the_options_by_its_version() {
     assert_eq!(o.code, Some(5), "{}", o.all());
     assert_eq!(
         o.stderr.trim_end(),
-        "-d f8e4m3 needs NCCL 2.24 or later, but the loaded NCCL is 2.23.4",
+        "all_reduce_perf: -d f8e4m3 needs NCCL 2.24 or later, but the loaded NCCL is 2.23.4",
         "{}",
         o.all()
     );

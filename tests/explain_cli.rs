@@ -96,9 +96,15 @@ fn explain_options_are_checked() {
     };
     let out = run(&["--explain-gate", "50", "--dry-run"]);
     assert_eq!(out.code, Some(255));
-    assert_eq!(out.stderr.trim(), "--explain-gate needs --explain");
+    assert_eq!(
+        out.stderr.trim(),
+        "all_reduce_perf: --explain-gate needs --explain"
+    );
     let out = run(&["--explain-sku", "x.txt", "--dry-run"]);
-    assert_eq!(out.stderr.trim(), "--explain-sku needs --explain");
+    assert_eq!(
+        out.stderr.trim(),
+        "all_reduce_perf: --explain-sku needs --explain"
+    );
     let out = run(&["--explain", "--explain-gate", "0", "--dry-run"]);
     assert_eq!(out.code, Some(255));
     assert!(

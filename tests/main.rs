@@ -22,6 +22,7 @@ mod dry_run_text;
 mod engines;
 mod env_faults;
 mod json_secrets;
+mod one_cause;
 // Launcher variables a stale environment can carry.
 mod launcher_env;
 // The launcher-library search against libraries planted by another user.

@@ -131,7 +131,7 @@ fn the_benchmarks_health_files_refuse_a_link_or_pipe_before_any_work() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with(&format!(
-            "--health-prom {}: cannot write it: is a symbolic link",
+            "all_reduce_perf: --health-prom {}: cannot write it: is a symbolic link",
             link.display()
         )),
         "{err}"

@@ -146,6 +146,11 @@ pub enum Error {
     /// failure it wraps and reports nothing more.
     #[error("{0}")]
     Said(Box<Error>),
+    /// A failure of the job that world rank 0 said once for every process: the causes the
+    /// processes met, gathered at their agreement and grouped (`runner::causes`). Exits with
+    /// the job's code (the highest of the causes') and reports nothing more.
+    #[error("rank 0 said why the job stopped (see its error output)")]
+    SaidByRankZero(u8),
 }
 
 impl Error {
@@ -169,6 +174,17 @@ impl Error {
             Error::Interrupted { signal, .. } => (128 + signal).clamp(1, 255) as u8,
             Error::AfterLostPeer { lost, .. } => lost.exit_code(),
             Error::Said(e) => e.exit_code(),
+            Error::SaidByRankZero(code) => *code,
+        }
+    }
+
+    /// True when this failure was said already (by this process or, for the job, by rank 0):
+    /// [`Error::report`] prints nothing.
+    pub fn said(&self) -> bool {
+        match self {
+            Error::Panicked | Error::Said(_) | Error::SaidByRankZero(_) => true,
+            Error::Agreed(e) => e.said(),
+            _ => false,
         }
     }
 
@@ -188,7 +204,8 @@ impl Error {
 
     /// The lines to print: `<host>: Test ... failure ...` for CUDA/NCCL failures as nccl-tests
     /// prints them, launch and bootstrap problems prefixed with the host too (they come from
-    /// many processes at once), the plain text otherwise.
+    /// many processes at once), nccl-tests' own texts (the GPU count check, its size errors)
+    /// as they are, anything else prefixed with the program's name.
     pub fn render(&self, host: &str) -> String {
         match self {
             Error::Cuda { .. }
@@ -202,7 +219,9 @@ impl Error {
             Error::AfterLostPeer { failure, .. }
             | Error::Agreed(failure)
             | Error::Said(failure) => failure.render(host),
-            _ => self.to_string(),
+            Error::TooFewGpus { .. } => self.to_string(),
+            Error::Usage(m) if upstream_text(m) => self.to_string(),
+            _ => format!("{}: {self}", crate::host::program()),
         }
     }
 
@@ -211,7 +230,7 @@ impl Error {
     /// else as one line on stderr (and the lost process a failure followed). A panic was
     /// reported by the panic hook already.
     pub fn report(&self) {
-        if matches!(self, Error::Panicked | Error::Said(_)) {
+        if self.said() {
             return;
         }
         let host = crate::host::short_hostname();
@@ -308,6 +327,12 @@ impl crate::bootstrap::Failure for Error {
     fn report(&self) {
         Error::report(self)
     }
+}
+
+/// Whether an argument error's text is nccl-tests' own (its size errors), printed without our
+/// program prefix as nccl-tests prints it.
+pub fn upstream_text(msg: &str) -> bool {
+    msg.starts_with("invalid size specified for '") || msg.starts_with("invalid sizes for '")
 }
 
 /// A source file of this crate as failure lines print it: relative to the crate (`src/error.rs`),

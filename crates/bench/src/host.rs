@@ -10,6 +10,41 @@ pub fn local_time() -> String {
     jiff::Zoned::now().strftime("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records this program's name (`all_reduce_perf`) for [`program`]; the first call wins.
+pub fn set_program(name: &str) {
+    let _ = PROGRAM.set(name.to_string());
+}
+
+/// The program's name, the prefix of our stderr lines (`nccl-perf` before [`set_program`]).
+pub fn program() -> &'static str {
+    PROGRAM.get().map_or("nccl-perf", String::as_str)
+}
+
+/// Whether this process runs in a container, as far as the usual marks tell: Docker's
+/// `/.dockerenv`, Podman's `/run/.containerenv`, the `container` variable (systemd-nspawn,
+/// Podman, LXC), a Kubernetes pod's service variables, or a container engine's name in the
+/// cgroup of process 1.
+pub fn in_container() -> bool {
+    let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+    container_marks(
+        ["/.dockerenv", "/run/.containerenv"]
+            .iter()
+            .any(|p| std::path::Path::new(p).exists()),
+        std::env::var_os("container").is_some_and(|v| !v.is_empty())
+            || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+        &cgroup,
+    )
+}
+
+/// [`in_container`]'s verdict from what it read: a marker file, a marker variable, the text of
+/// `/proc/1/cgroup`.
+fn container_marks(file: bool, variable: bool, cgroup: &str) -> bool {
+    const ENGINES: [&str; 5] = ["docker", "kubepods", "containerd", "libpod", "lxc"];
+    file || variable || ENGINES.iter().any(|e| cgroup.contains(e))
+}
+
 static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// Marks the start of the program for [`trace`].
@@ -30,6 +65,24 @@ pub fn trace(phase: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_container_is_told_by_any_of_its_marks() {
+        assert!(!container_marks(false, false, "0::/\n1:cpu:/\n"));
+        assert!(!container_marks(false, false, ""));
+        assert!(container_marks(true, false, ""));
+        assert!(container_marks(false, true, ""));
+        assert!(container_marks(
+            false,
+            false,
+            "0::/system.slice/docker-3f2a.scope\n"
+        ));
+        assert!(container_marks(
+            false,
+            false,
+            "1:cpu:/kubepods/burstable/pod1\n"
+        ));
+    }
 
     #[test]
     fn time_is_well_formed() {

@@ -85,13 +85,11 @@ fn startup() -> Result<Startup, ExitCode> {
             .unwrap_or_default(),
     );
     host::start_clock();
+    host::set_program(&program);
     install_panic_hook(program.clone());
     let raw = match cli::parse(argv.iter().skip(1).cloned()) {
         Ok(r) => r,
-        Err(msg) => {
-            crate::eline!("{program}: {msg}");
-            return Err(ExitCode::from(code::ARGS));
-        }
+        Err(msg) => return Err(before_meeting(&format!("{program}: {msg}"), code::ARGS)),
     };
     let parsed = match options::from_args(&raw) {
         Ok(p) => p,
@@ -107,13 +105,15 @@ fn startup() -> Result<Startup, ExitCode> {
             );
             return Err(ExitCode::from(code::OK));
         }
+        Err(OptionsError::Invalid(msg)) if error::upstream_text(&msg) => {
+            return Err(before_meeting(&msg, code::ARGS));
+        }
         Err(OptionsError::Invalid(msg)) => {
-            crate::eline!("{msg}");
-            return Err(ExitCode::from(code::ARGS));
+            return Err(before_meeting(&format!("{program}: {msg}"), code::ARGS));
         }
         Err(OptionsError::Unsupported(msg)) => {
-            crate::eline!("{program}: {msg}");
-            return Err(ExitCode::from(code::NOT_IMPLEMENTED));
+            let line = format!("{program}: {msg}");
+            return Err(before_meeting(&line, code::NOT_IMPLEMENTED));
         }
     };
     for w in &parsed.warnings {
@@ -143,10 +143,7 @@ impl Startup {
         // `--collectives`: those benchmarks in turn instead of the program's own.
         let listed = match collective::by_names(&self.options.collectives, &self.options) {
             Ok(l) => l,
-            Err(e) => {
-                crate::eline!("{}: {e}", self.program);
-                return ExitCode::from(e.exit_code());
-            }
+            Err(e) => return before_meeting(&format!("{}: {e}", self.program), e.exit_code()),
         };
         let colls: Vec<&dyn collective::Collective> = match listed.is_empty() {
             true => vec![coll],
@@ -171,6 +168,24 @@ impl Startup {
             }
         }
     }
+}
+
+/// How long a process that leaves an argument error to another of its host waits before it
+/// exits: a launcher that ends the job at the first failed process (mpirun) would otherwise
+/// stop the one that says it before it could.
+pub(crate) const LET_THE_FIRST_SPEAK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Ends on an error found before the processes meet (the command line, alltoallv's
+/// environment): one `line` on stderr from the first process of each host
+/// ([`bootstrap::speaks_for_its_host`]: the others were started alike and would repeat it),
+/// `code` from every process.
+fn before_meeting(line: &str, code: u8) -> ExitCode {
+    if bootstrap::speaks_for_its_host() {
+        crate::eline!("{line}");
+    } else {
+        std::thread::sleep(LET_THE_FIRST_SPEAK);
+    }
+    ExitCode::from(code)
 }
 
 /// The whole program of one `*_perf` binary.
@@ -200,10 +215,7 @@ pub fn main_with<C: collective::Collective>(
         };
         match make(&s.options) {
             Ok(coll) => s.run_benchmark(&coll),
-            Err(e) => {
-                crate::eline!("{}: {e}", s.program);
-                ExitCode::from(e.exit_code())
-            }
+            Err(e) => before_meeting(&format!("{}: {e}", s.program), e.exit_code()),
         }
     })
 }

@@ -237,6 +237,23 @@ pub fn connect(run: &fingerprint::Fingerprint) -> Result<Box<dyn Bootstrap>> {
     }
 }
 
+/// Whether this process says an error found before the processes meet (an argument error):
+/// only the first process of each host does, as for a wrong launch, since the others of the
+/// host were started alike and cannot be asked yet. The first is local rank 0 as the
+/// launcher's environment gives it (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`,
+/// `PALS_LOCAL_RANKID`, `SLURM_LOCALID`, torchrun's `LOCAL_RANK`); without one, every process
+/// speaks.
+pub fn speaks_for_its_host() -> bool {
+    speaks_for_its_host_in(&|k: &str| std::env::var(k).ok())
+}
+
+/// [`speaks_for_its_host`] in a given environment.
+fn speaks_for_its_host_in(env: launch::Env) -> bool {
+    launch::env_local_rank(env)
+        .or_else(|| env("LOCAL_RANK")?.trim().parse().ok())
+        .is_none_or(|local| local == 0)
+}
+
 /// This process' colour from `NCCL_TESTS_SPLIT_MASK` / `NCCL_TESTS_SPLIT`.
 fn split_color(env: launch::Env, world_rank: usize) -> Result<i64> {
     split::color(
@@ -294,6 +311,30 @@ mod tests {
         assert_eq!(b.share_ids(&[(0, [7; 128])], 1).unwrap(), vec![[7; 128]]);
         assert_eq!(Reduce::Min.apply(1.0, 2.0), 1.0);
         assert_eq!(Reduce::Sum.apply(1.0, 2.0), 3.0);
+    }
+
+    /// The first process of each host speaks for it before the processes meet: local rank 0
+    /// under any launcher that gives one, every process where none does.
+    #[test]
+    fn only_local_rank_zero_speaks_before_the_meeting() {
+        let speaks = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            speaks_for_its_host_in(&move |k: &str| {
+                vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+            })
+        };
+        assert!(speaks(&[]));
+        assert!(speaks(&[("OMPI_COMM_WORLD_LOCAL_RANK", "0")]));
+        assert!(!speaks(&[("OMPI_COMM_WORLD_LOCAL_RANK", "3")]));
+        assert!(!speaks(&[("SLURM_LOCALID", "1"), ("SLURM_PROCID", "0")]));
+        assert!(!speaks(&[("MPI_LOCALRANKID", "2")]));
+        assert!(speaks(&[("LOCAL_RANK", "0"), ("RANK", "4")]));
+        assert!(!speaks(&[("LOCAL_RANK", "1"), ("RANK", "1")]));
+        // A malformed local rank is no answer: the process speaks.
+        assert!(speaks(&[("LOCAL_RANK", "x")]));
     }
 
     /// A process of colour 1 whose allgather answers what three processes (two groups) sent.

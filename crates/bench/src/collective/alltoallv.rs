@@ -139,7 +139,7 @@ impl AllToAllV {
     pub fn from_env(opts: &Options) -> Result<AllToAllV> {
         let (coll, warnings) = Self::from_lookup(|k| std::env::var(k).ok(), opts)?;
         for w in warnings {
-            crate::eline!("warning: {w}");
+            crate::eline!("{}: warning: {w}", crate::host::program());
         }
         Ok(coll)
     }

@@ -61,7 +61,7 @@ pub fn init() -> Result<()> {
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { sys::is_culib_present() } {
         return Err(Error::Library {
-            what: "cannot load libcuda.so.1 (the NVIDIA driver library): is the NVIDIA driver installed and visible in this container (LD_LIBRARY_PATH, --gpus)?".into(),
+            what: missing_driver(crate::host::in_container()),
             code: crate::error::code::CUDA,
         });
     }
@@ -87,6 +87,19 @@ pub fn init() -> Result<()> {
         });
     }
     check(cu::init())
+}
+
+/// The line for a libcuda that cannot be loaded: in a container, whether the engine passed the
+/// driver in; on a host of its own, whether the driver is installed where the loader looks.
+pub fn missing_driver(in_container: bool) -> String {
+    let ask = if in_container {
+        "is the NVIDIA driver installed on the host and visible in this container \
+         (LD_LIBRARY_PATH, --gpus)?"
+    } else {
+        "is the NVIDIA driver installed (does nvidia-smi work?) and its library on the \
+         loader's path (ldconfig, LD_LIBRARY_PATH)?"
+    };
+    format!("cannot load libcuda.so.1 (the NVIDIA driver library): {ask}")
 }
 
 /// Looks a symbol up in a loaded library without calling it.
@@ -450,4 +463,17 @@ pub unsafe fn launch_host_func(
 ) -> Result<()> {
     // SAFETY: forwarded to the caller.
     check(unsafe { cu::stream::launch_host_function(s, f, arg) })
+}
+
+#[cfg(test)]
+mod tests {
+    /// "Container" only where one was detected.
+    #[test]
+    fn a_missing_driver_says_container_only_in_one() {
+        let inside = super::missing_driver(true);
+        let outside = super::missing_driver(false);
+        assert!(inside.starts_with("cannot load libcuda.so.1 ") && inside.contains("container"));
+        assert!(outside.starts_with("cannot load libcuda.so.1 ") && !outside.contains("container"));
+        assert!(outside.contains("nvidia-smi"), "{outside}");
+    }
 }

@@ -82,12 +82,18 @@ pub(super) fn discover(
     boot: &dyn Bootstrap,
     out: &mut Output,
 ) -> Result<Inventory> {
-    driver::init()?;
-    crate::host::trace("CUDA driver initialised");
-    let nccl = Nccl::load()?;
-    crate::host::trace("libnccl loaded");
-    let nccl_version = nccl.version()?;
-    let settings = version::settings(opts, nccl_version)?;
+    let program = out.info().program.clone();
+    let (nccl, nccl_version, settings) = match libraries(opts) {
+        Ok(found) => found,
+        // Every process takes part in the agreement, this one with its problem: rank 0 says
+        // each cause once for the job instead of every process its own line.
+        Err(e) => {
+            let agreed = gather(boot, &program, opts, None, Err::<(), _>(e), |_| Vec::new());
+            return Err(agreed.err().unwrap_or_else(|| {
+                Error::Internal("the launch was agreed for a process with a problem".into())
+            }));
+        }
+    };
     for m in &settings.messages {
         crate::eline!("{m}");
     }
@@ -109,14 +115,6 @@ pub(super) fn discover(
     let forced = placement::parse_device(crate::environment::TESTS_DEVICE.get().as_deref())?;
     let mine = placement::place(boot.local_rank(), per_process, Some(visible), forced)
         .and_then(|p| devices(p.base, per_process));
-    if let Err(Error::TooFewGpus { .. }) = mine {
-        crate::eline!(
-            "{}: {}",
-            crate::host::short_hostname(),
-            placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, visible)
-        );
-    }
-    let program = out.info().program.clone();
     let (devices, records) = gather(boot, &program, opts, Some(visible), mine, |ds| {
         ds.iter().map(gpu_record).collect()
     })?;
@@ -147,6 +145,17 @@ pub(super) fn discover(
         device_infos: infos,
         records,
     })
+}
+
+/// The CUDA driver initialised, libnccl loaded, its version and what it allows of the options.
+fn libraries(opts: &Options) -> Result<(&'static Nccl, i32, version::Settings)> {
+    driver::init()?;
+    crate::host::trace("CUDA driver initialised");
+    let nccl = Nccl::load()?;
+    crate::host::trace("libnccl loaded");
+    let nccl_version = nccl.version()?;
+    let settings = version::settings(opts, nccl_version)?;
+    Ok((nccl, nccl_version, settings))
 }
 
 /// The device lines, recorded in the JSON document too, and `--explain`'s rows kept (world
@@ -214,12 +223,23 @@ pub(super) fn gather<T>(
     gpus: impl FnOnce(&T) -> Vec<GpuRecord>,
 ) -> Result<(T, Vec<ProcessRecord>)> {
     let per_process = opts.nthreads * opts.ngpus;
-    let me = ProcessRecord::of_this_process(boot, visible, mine.as_ref().map(gpus));
+    let mut me = ProcessRecord::of_this_process(boot, visible, mine.as_ref().map(gpus));
+    if let (Err(Error::TooFewGpus { .. }), Some(visible)) = (&mine, visible) {
+        let hint =
+            placement::too_few_hint(boot.local_rank(), boot.local_size(), per_process, visible);
+        match boot.world_size() {
+            // A process alone says it with its own error; in a job, rank 0 says it once.
+            1 => crate::eline!("{}: {hint}", crate::host::short_hostname()),
+            _ => me.hint = Some(hint),
+        }
+    }
     let verdict = placement::agree(boot, &me, &fingerprint::of_run(program, opts), per_process);
     // This process' own failure went into the agreement: where it ended with every process
-    // knowing (Error::Agreed), so does this one.
+    // knowing (Error::Agreed), so does this one; as rank 0 said it for the job where it did.
+    // Where the agreement itself failed (a process lost), this process says its own.
     match (mine, verdict) {
         (Ok(m), Ok(v)) => Ok((m, v)),
+        (_, Err(said @ Error::Agreed(_))) if said.said() => Err(said),
         (Err(e), Err(Error::Agreed(_))) => Err(Error::Agreed(Box::new(e))),
         (Err(e), _) | (Ok(_), Err(e)) => Err(e),
     }

@@ -20,11 +20,13 @@
 //! `--dry-run` (`dry_run.rs`) stops after the start: it checks the placement without CUDA,
 //! plans the loops and prints the plan. Beside the phases: `output.rs` (stdout and the `-J`
 //! file), `explanation.rs` (`--explain`'s rows and capture, made at discovery, filled by
-//! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `sync.rs` (the
+//! `output.rs`, concluded at the finish), `placement.rs` (which GPUs each process drives, the launch checks), `causes.rs` (the
+//! failures found there said once for the job, by rank 0), `sync.rs` (the
 //! threads' rendezvous), `interrupt.rs` and `watchdog.rs` (stopping early), `fault.rs` (the
 //! validation self-test), with the `test-hooks` feature `stall.rs`, and for unit tests
 //! `fake_job.rs` (one process of a job, as a bootstrap).
 
+mod causes;
 pub mod discover;
 mod dry_run;
 mod engine;

@@ -5,6 +5,7 @@
 //! rank 0 gathers them, prints the device lines from them and checks the whole launch, and
 //! every process learns the verdict before any communicator exists.
 
+use super::causes;
 use crate::bootstrap::fingerprint::{self, Fingerprint};
 use crate::bootstrap::{Bootstrap, Reduce, peer_text};
 use crate::error::{Error, Result};
@@ -180,6 +181,15 @@ pub struct ProcessRecord {
     pub gpus: Vec<GpuRecord>,
     /// Why it cannot run, if it cannot.
     pub problem: Option<String>,
+    /// The exit code of its problem.
+    #[serde(default)]
+    pub code: Option<u8>,
+    /// nccl-tests' line for its problem on stdout, where nccl-tests prints it there.
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// A hint on its problem (too few GPUs: how many processes of its host need how many).
+    #[serde(default)]
+    pub hint: Option<String>,
 }
 
 impl ProcessRecord {
@@ -190,14 +200,20 @@ impl ProcessRecord {
         visible: Option<i64>,
         gpus: std::result::Result<Vec<GpuRecord>, &Error>,
     ) -> ProcessRecord {
-        let (gpus, problem) = match gpus {
-            Ok(gpus) => (gpus, None),
-            Err(e) => (Vec::new(), Some(e.to_string())),
+        let host = crate::host::short_hostname();
+        let (gpus, problem, code, stdout) = match gpus {
+            Ok(gpus) => (gpus, None, None, None),
+            Err(e) => (
+                Vec::new(),
+                Some(e.to_string()),
+                Some(e.exit_code()),
+                e.on_stdout().then(|| e.render(&host)),
+            ),
         };
         ProcessRecord {
             world_rank: boot.world_rank(),
             group: boot.group().color,
-            host: crate::host::short_hostname(),
+            host,
             host_hash: crate::bootstrap::local::this_host_hash(),
             machine: crate::bootstrap::local::boot_id(),
             pid: std::process::id(),
@@ -205,6 +221,9 @@ impl ProcessRecord {
             visible,
             gpus,
             problem,
+            code,
+            stdout,
+            hint: None,
         }
     }
 
@@ -243,6 +262,13 @@ pub fn problems(records: &[ProcessRecord], per_process: i64) -> Vec<String> {
             ))
         })
         .collect();
+    out.extend(shared_gpus(records, per_process));
+    out
+}
+
+/// The GPUs that two ranks of a host would use, one line each.
+pub fn shared_gpus(records: &[ProcessRecord], per_process: i64) -> Vec<String> {
+    let mut out = Vec::new();
     let mut owner: HashMap<(u64, &str), (i64, &ProcessRecord)> = HashMap::new();
     for r in records {
         for (i, g) in r.gpus.iter().enumerate() {
@@ -274,10 +300,13 @@ struct Gathered {
 }
 
 /// Gathers every record at rank 0, which checks the launch; every process then learns whether
-/// anyone found a problem. Rank 0 gets all records; the others an empty list. Errors: rank 0
-/// describes every problem; the others say that rank 0 stopped the run. A process that runs
-/// another program, version or options than rank 0 (`run`) is the one problem named: nothing
-/// else about such a launch is worth reading.
+/// anyone found a problem, and the job's exit code. Rank 0 gets all records; the others an
+/// empty list. Errors, once every process knows ([`Error::Agreed`]): in a job of several
+/// processes rank 0 says each cause once for the job (`causes.rs`) and every process ends with
+/// [`Error::SaidByRankZero`] and the job's code (the highest of the causes'); a process alone
+/// gets its problems as one error. A process that runs another program, version or options
+/// than rank 0 (`run`) is the one problem named: nothing else about such a launch is worth
+/// reading.
 pub fn agree(
     boot: &dyn Bootstrap,
     mine: &ProcessRecord,
@@ -310,56 +339,127 @@ pub fn agree(
         (None, true) => problems(&records, per_process),
         (None, false) => Vec::new(),
     };
-    let bad = if root {
-        !found.is_empty()
-    } else {
-        mine.problem.is_some()
+    // The job's exit code, 0 when the launch is sound: rank 0 knows every process' cause;
+    // the others bring their own, so that a lost rank 0 still leaves them a code.
+    let own = mine.problem.as_ref().map_or(0, |_| cause_code(mine));
+    let code = match root {
+        true => job_code(&records, own, per_process, mismatch.is_some()),
+        false => own,
     };
-    let any = boot.allreduce(if bad { 1.0 } else { 0.0 }, Reduce::Max)? > 0.0;
-    if !any {
+    let code = boot.allreduce(f64::from(code), Reduce::Max)?;
+    if code <= 0.0 {
         return Ok(records);
     }
     // From here every process knows that the launch stops: the job may end in order.
-    after_agreement(boot, mine, root, mismatch, found).map_err(|e| Error::Agreed(Box::new(e)))
+    let e = match boot.world_size() {
+        1 => Error::Launch(found.join("\n")),
+        _ => {
+            let code = code.min(255.0) as u8;
+            if root {
+                say_once(boot, per_process, mismatch, &records);
+            }
+            Error::SaidByRankZero(code)
+        }
+    };
+    Err(Error::Agreed(Box::new(e)))
 }
 
-/// The failure each process reports once every process knows that the launch stops.
-fn after_agreement(
+/// The exit code of a process' problem (a wrong launch where the record does not say).
+fn cause_code(r: &ProcessRecord) -> u8 {
+    r.code.unwrap_or(crate::error::code::INVALID_USAGE)
+}
+
+/// Rank 0's exit code for the job: the highest code of the processes' problems, and 6 (a
+/// wrong launch) for a problem of the launch as a whole: processes that run something else,
+/// a GPU that two ranks would use. 0 for none.
+fn job_code(records: &[ProcessRecord], own: u8, per_process: i64, mismatch: bool) -> u8 {
+    let whole = mismatch || !shared_gpus(records, per_process).is_empty();
+    records
+        .iter()
+        .filter(|r| r.problem.is_some())
+        .map(cause_code)
+        .chain([own, u8::from(whole) * crate::error::code::INVALID_USAGE])
+        .max()
+        .unwrap_or(0)
+}
+
+/// Rank 0 of a job that stops at the agreement says why, once for the job ([`once_lines`]).
+fn say_once(
     boot: &dyn Bootstrap,
-    mine: &ProcessRecord,
-    root: bool,
+    per_process: i64,
     mismatch: Option<String>,
-    found: Vec<String>,
-) -> Result<Vec<ProcessRecord>> {
-    if boot.world_size() == 1 {
-        return Err(Error::Launch(found.join("\n")));
+    records: &[ProcessRecord],
+) {
+    let (out, err) = once_lines(boot.world_size(), per_process, mismatch, records);
+    for line in out {
+        println!("{line}");
     }
-    if !root {
-        return Err(Error::Launch(
-            "stopping: rank 0 found a problem with this launch (see its error output)".into(),
+    for line in err {
+        crate::eline!("{line}");
+    }
+}
+
+/// What rank 0 says (stdout lines, stderr lines) when the agreement stops a job of `world`
+/// processes: the process that runs something else (nothing else about such a launch is worth
+/// reading); or each cause the processes met once, with their count and hosts (`causes.rs`;
+/// nccl-tests' line for it once on stdout, one trace line after them), then each GPU that two
+/// ranks would use.
+fn once_lines(
+    world: usize,
+    per_process: i64,
+    mismatch: Option<String>,
+    records: &[ProcessRecord],
+) -> (Vec<String>, Vec<String>) {
+    let host = crate::host::short_hostname();
+    if let Some(m) = mismatch {
+        return (Vec::new(), vec![format!("{host}: wrong launch: {m}")]);
+    }
+    let causes = causes::group(records.iter().filter_map(|r| {
+        Some(causes::Met {
+            rank: r.world_rank,
+            host: &r.host,
+            problem: r.problem.as_deref()?,
+            code: cause_code(r),
+            stdout: r.stdout.as_deref(),
+            hint: r.hint.as_deref(),
+        })
+    }));
+    let mut out: Vec<String> = causes.iter().filter_map(|c| c.stdout.clone()).collect();
+    if !out.is_empty() {
+        out.push(format!(
+            " .. {host} pid {}: Test failure {}:{}",
+            std::process::id(),
+            crate::error::source_file(file!()),
+            line!()
         ));
     }
-    if let Some(m) = mismatch {
-        return Err(Error::Launch(format!("wrong launch: {m}")));
+    let mut err = Vec::new();
+    for c in &causes {
+        err.push(c.line(crate::host::program(), world));
+        err.extend(c.hint.clone());
     }
-    let summary = format!(
-        "wrong launch, {} problem(s) across the {} processes:\n  {}",
-        found.len(),
-        boot.world_size(),
-        found.join("\n  ")
-    );
-    if mine.problem.is_some() {
-        // The caller reports this process' own error; the summary must not be lost.
-        crate::eline!("{}: {summary}", mine.host);
+    for shared in shared_gpus(records, per_process) {
+        err.push(format!("{host}: wrong launch: {shared}"));
     }
-    Err(Error::Launch(summary))
+    (out, err)
+}
+
+/// A peer's text of a few lines (nccl-tests' GPU count check has two), each line cleaned.
+fn clean_lines(text: &str, max: usize) -> String {
+    text.lines()
+        .take(4)
+        .map(|l| peer_text::clean(l, max))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A record from another process, safe to print: its texts cleaned of control characters.
 fn clean(mut r: ProcessRecord) -> ProcessRecord {
     r.host = peer_text::host(&r.host);
     r.machine = peer_text::clean(&r.machine, 64);
-    r.problem = r.problem.map(|p| peer_text::clean(&p, 1000));
+    r.problem = r.problem.map(|p| clean_lines(&p, 1000));
+    r.stdout = r.stdout.map(|p| clean_lines(&p, 1000));
+    r.hint = r.hint.map(|p| peer_text::clean(&p, 1000));
     for g in &mut r.gpus {
         g.name = peer_text::clean(&g.name, 128);
         g.identity = g.identity.take().map(|i| peer_text::clean(&i, 128));

@@ -37,10 +37,15 @@ pub(super) fn start(
     args: Vec<String>,
     phases: impl FnOnce(Started) -> Result<u8>,
 ) -> Result<u8> {
-    fault::init(program)?;
-    // A bad NCCL_PERF_INIT_ROOTS stops the run before anybody meets or touches a GPU.
-    super::roots::count(1, crate::environment::INIT_ROOTS.get().as_deref(), true)?;
-    let boot = bootstrap::connect(&fingerprint::of_run(program, opts))?;
+    let boot = meet(opts, program).map_err(|e| {
+        // A bad value of the environment, found before the processes meet: the first process
+        // of each host says it (as for the command line's errors, lib.rs).
+        if e.exit_code() != crate::error::code::ARGS || bootstrap::speaks_for_its_host() {
+            return e;
+        }
+        std::thread::sleep(crate::LET_THE_FIRST_SPEAK);
+        Error::Said(Box::new(e))
+    })?;
     // A panic (reported by the panic hook) still ends the job as a failure does.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         guarded(opts, program, sections, &*boot, args, phases)
@@ -73,6 +78,14 @@ pub(super) fn start(
             Err(e)
         }
     }
+}
+
+/// The checks of the environment before the processes meet, then the meeting.
+fn meet(opts: &Options, program: &str) -> Result<Box<dyn Bootstrap>> {
+    fault::init(program)?;
+    // A bad NCCL_PERF_INIT_ROOTS stops the run before anybody meets or touches a GPU.
+    super::roots::count(1, crate::environment::INIT_ROOTS.get().as_deref(), true)?;
+    Ok(bootstrap::connect(&fingerprint::of_run(program, opts))?)
 }
 
 /// Creates (or, for a dry run, checks) the `-J` target of each section at world rank 0 and

@@ -122,6 +122,9 @@ fn record(rank: usize, host: &str, devices: &[i64]) -> ProcessRecord {
             })
             .collect(),
         problem: None,
+        code: None,
+        stdout: None,
+        hint: None,
     }
 }
 
@@ -221,13 +224,13 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
     let e = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap_err();
     assert_eq!(e.exit_code(), 6);
     // Found after the processes' last collective: every process knows, the job ends in order.
-    assert!(matches!(e, Error::Agreed(_)), "{e:?}");
-    assert!(
-        e.to_string().contains(
-            "wrong launch: rank 1 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M"
-        ),
-        "{e}"
-    );
+    // Rank 0 said it, once for the job.
+    assert!(matches!(e, Error::Agreed(_)) && e.said(), "{e:?}");
+    let m = "rank 1 runs all_reduce_perf -b 2M; rank 0 runs all_reduce_perf -b 1M";
+    let (out, err) = once_lines(2, 1, Some(m.into()), &[]);
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert!(err[0].ends_with(&format!(": wrong launch: {m}")), "{err:?}");
     let boot = two_processes(peer("1M", "evil\n# Avg bus bandwidth : 1"));
     let all = agree(&boot, &record(0, "n1", &[0]), &run("1M"), 1).unwrap();
     assert_eq!(all[1].host, "evil???Avg?bus?bandwidth?:?1");
@@ -236,4 +239,84 @@ fn agree_names_a_process_that_runs_something_else_and_cleans_peer_text() {
     assert_eq!(e.exit_code(), 6, "{e}");
     // Rank 0 alone knows (the others still wait in the agreement): not an orderly end.
     assert!(!matches!(e, Error::Agreed(_)), "{e:?}");
+}
+
+/// In a job of several processes the causes are said once, by rank 0, and every process ends
+/// with the job's code, the highest of the causes'; nothing of it is left for the caller to
+/// print.
+#[test]
+fn agree_ends_a_job_with_its_highest_cause_said_once() {
+    let failed = |rank: usize, host: &str, problem: &str, code: u8| {
+        let mut r = record(rank, host, &[]);
+        r.problem = Some(problem.into());
+        r.code = Some(code);
+        r
+    };
+    let peer = |r: ProcessRecord| {
+        serde_json::json!({ "record": r, "run": Fingerprint::default() }).to_string()
+    };
+    let boot = two_processes(peer(failed(1, "n2", "cannot load NCCL", 3)));
+    let e = agree(
+        &boot,
+        &failed(0, "n1", "cannot load libcuda.so.1", 2),
+        &Default::default(),
+        1,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::Agreed(s) if matches!(**s, Error::SaidByRankZero(3))),
+        "{e:?}"
+    );
+    assert!(e.said() && e.exit_code() == 3, "{e:?}");
+    // A healthy rank 0 learns the job's code from the peer's record.
+    let boot = two_processes(peer(failed(1, "n2", "cannot load libcuda.so.1", 2)));
+    let e = agree(&boot, &record(0, "n1", &[0]), &Default::default(), 1).unwrap_err();
+    assert!(e.said() && e.exit_code() == 2, "{e:?}");
+    // Another process (its allreduce, here, answers its own code).
+    let other = FakeJob::new(1, 2, |_| Ok(Vec::new()));
+    let e = agree(
+        &other,
+        &failed(1, "n2", "no GPU", 5),
+        &Default::default(),
+        1,
+    )
+    .unwrap_err();
+    assert!(e.said() && e.exit_code() == 5, "{e:?}");
+    // A record of an older version without a code: a wrong launch.
+    let mut old = failed(1, "n2", "no GPU", 5);
+    old.code = None;
+    let boot = two_processes(peer(old));
+    let e = agree(&boot, &record(0, "n1", &[0]), &Default::default(), 1).unwrap_err();
+    assert_eq!(e.exit_code(), 6, "{e:?}");
+}
+
+/// Each cause once on stderr, nccl-tests' stdout line once with one trace line, each shared
+/// GPU once.
+#[test]
+fn rank_zero_says_each_cause_once() {
+    let text = "Invalid number of GPUs: 1 requested but only 0 were found.\nPlease check.";
+    let mut records: Vec<ProcessRecord> = (0..4).map(|r| record(r, "n1", &[])).collect();
+    for r in &mut records {
+        r.problem = Some(text.into());
+        r.code = Some(5);
+        r.stdout = Some(text.into());
+    }
+    records.push(record(4, "n2", &[0]));
+    records.push(record(5, "n2", &[0]));
+    let (out, err) = once_lines(6, 1, None, &records);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], text);
+    assert!(
+        out[1].starts_with(" .. ") && out[1].contains(": Test failure "),
+        "{out:?}"
+    );
+    assert_eq!(err.len(), 2, "{err:?}");
+    assert!(
+        err[0].ends_with(
+            ": 4 of 6 processes (ranks 0-3) on n1: Invalid number of GPUs: 1 \
+                          requested but only 0 were found. Please check."
+        ),
+        "{err:?}"
+    );
+    assert!(err[1].contains(": wrong launch: ranks 4 (pid 104) and 5 (pid 105) would both use"));
 }
