@@ -73,7 +73,10 @@ pub struct Entry {
     pub bytes: u64,
     /// In place (else out of place).
     pub in_place: bool,
-    /// The busbw of each run, GB/s, in the order added.
+    /// The figure the runs are of: busbw, or algbw for one rank (whose busbw is 0 by
+    /// definition for most collectives).
+    pub algbw: bool,
+    /// Each run's figure, GB/s, in the order added.
     pub runs: Vec<f64>,
 }
 
@@ -94,6 +97,7 @@ impl Entry {
         self.collective == o.collective
             && self.bytes == o.bytes
             && self.in_place == o.in_place
+            && self.algbw == o.algbw
             && self.shape.matches(&o.shape)
     }
 }
@@ -112,7 +116,7 @@ pub struct SizeJudged {
     pub bytes: u64,
     /// In place.
     pub in_place: bool,
-    /// This run's busbw, GB/s.
+    /// This run's busbw (algbw for one rank), GB/s.
     pub busbw: f64,
     /// The baseline's (median), GB/s.
     pub baseline_busbw: f64,
@@ -175,17 +179,19 @@ impl Baseline {
         }
         let shape = JobShape::of(run).ok_or_else(|| AddError::NoShape(run.collective.clone()))?;
         let mut added = false;
-        for r in run
-            .rows
-            .iter()
-            .filter(|r| r.busbw.is_finite() && r.busbw >= 0.0)
-        {
+        let algbw = uses_algbw(run);
+        for r in run.rows.iter() {
+            let v = if algbw { r.algbw } else { r.busbw };
+            if !v.is_finite() || v < 0.0 {
+                continue;
+            }
             self.add(Entry {
                 collective: run.collective.clone(),
                 shape: shape.clone(),
                 bytes: r.bytes,
                 in_place: r.in_place,
-                runs: vec![r.busbw],
+                algbw,
+                runs: vec![v],
             });
             added = true;
         }
@@ -251,23 +257,28 @@ impl Baseline {
                 self.shapes_of(&run.collective)
             ));
         }
+        let algbw = uses_algbw(run);
         let common: Vec<SizeJudged> = run
             .rows
             .iter()
-            .filter(|r| r.busbw.is_finite())
             .filter_map(|r| {
                 let e = rows
                     .iter()
-                    .find(|e| e.bytes == r.bytes && e.in_place == r.in_place)?;
-                let base = e.busbw();
-                (base > 0.0).then(|| SizeJudged {
+                    .find(|e| e.bytes == r.bytes && e.in_place == r.in_place && e.algbw == algbw)?;
+                let (v, base) = (if algbw { r.algbw } else { r.busbw }, e.busbw());
+                (base > 0.0 && v.is_finite()).then(|| SizeJudged {
                     bytes: r.bytes,
                     in_place: r.in_place,
-                    busbw: r.busbw,
+                    busbw: v,
                     baseline_busbw: base,
-                    percent: r.busbw / base * 100.0,
+                    percent: v / base * 100.0,
                 })
             })
+            .collect();
+        // One rank in place is no copy at all (its time is next to nothing): out of place alone.
+        let common: Vec<SizeJudged> = common
+            .into_iter()
+            .filter(|s| !(algbw && s.in_place))
             .collect();
         let large = common.iter().any(|s| s.bytes >= BANDWIDTH_BOUND);
         let sizes: Vec<SizeJudged> = common
@@ -298,6 +309,12 @@ impl Baseline {
             sizes,
         })
     }
+}
+
+/// Whether `run` is judged by its algbw: one rank, where busbw is 0 by definition for most
+/// collectives (a device-local copy).
+fn uses_algbw(run: &Run) -> bool {
+    run.nranks == 1
 }
 
 /// The median of `v` (the mean of the middle two for an even count); `None` when empty.

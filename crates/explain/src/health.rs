@@ -79,6 +79,12 @@ pub struct Check {
     pub largest_bytes: u64,
     /// Out-of-place busbw at that size, GB/s.
     pub busbw: Option<f64>,
+    /// Out-of-place algbw at that size, GB/s.
+    pub algbw: Option<f64>,
+    /// The figure a baseline judged: `algbw` for one rank (whose busbw is 0 by definition),
+    /// else `busbw`; absent when no baseline judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
     /// The expected busbw: the baseline's at the largest judged size, else the SKU table's
     /// for the large sizes, GB/s.
     pub expected_busbw: Option<f64>,
@@ -142,6 +148,7 @@ impl Check {
             },
             largest_bytes: largest.map_or(0, |r| r.bytes),
             busbw: largest.map(|r| r.busbw).filter(|b| b.is_finite()),
+            algbw: largest.map(|r| r.algbw).filter(|b| b.is_finite()),
             wrong,
             ..Check::default()
         };
@@ -152,6 +159,7 @@ impl Check {
                 c.worst_bytes = j.worst().map(|w| w.bytes);
                 c.worst_percent = j.worst().map(|w| w.percent);
                 c.judged_by = Some("baseline".into());
+                c.metric = Some(if run.nranks == 1 { "algbw" } else { "busbw" }.into());
             }
             Some(Judgement::NotMatching(why)) => c.baseline_not_used = Some(why),
             Some(Judgement::Silent) | None => {}
@@ -352,7 +360,10 @@ impl Health {
             let nodes: Vec<String> = self
                 .nodes
                 .iter()
-                .map(|n| format!("{} ({} ranks): {}", n.host, n.ranks, n.verdict.word()))
+                .map(|n| {
+                    let s = if n.ranks == 1 { "" } else { "s" };
+                    format!("{} ({} rank{s}): {}", n.host, n.ranks, n.verdict.word())
+                })
                 .collect();
             s += &format!("# health: nodes: {}\n", stdout_safe(&nodes.join(", ")));
         }
@@ -440,9 +451,12 @@ impl Health {
 
 /// A collective's `# health:` line after the prefix.
 fn collective_line(c: &Check) -> String {
-    let busbw = c
-        .busbw
-        .map_or("no rows".to_string(), |b| format!("busbw {b:.1} GB/s"));
+    let busbw = match (c.metric.as_deref(), c.algbw) {
+        (Some("algbw"), Some(a)) => format!("algbw {a:.1} GB/s (one rank)"),
+        _ => c
+            .busbw
+            .map_or("no rows".to_string(), |b| format!("busbw {b:.1} GB/s")),
+    };
     let expected = match (
         c.judged_by.as_deref(),
         c.expected_busbw,
@@ -453,7 +467,8 @@ fn collective_line(c: &Check) -> String {
                 (Some(b), Some(w)) => format!(", lowest {w:.1} % at {b} B"),
                 _ => String::new(),
             };
-            format!("baseline {e:.1} GB/s, {p:.1} % over the sizes judged{worst}")
+            let m = c.metric.as_deref().unwrap_or("busbw");
+            format!("baseline {m} {e:.1} GB/s, {p:.1} % over the sizes judged{worst}")
         }
         (_, Some(e), Some(p)) => format!("expected {e:.1} GB/s on the large sizes ({p:.1} %)"),
         (_, Some(e), None) => format!("expected {e:.1} GB/s"),

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `busbw` and `spread` are written for the reader; `runs` is what is read back (a row without
-//! `runs` is one run of `busbw`). Rows of the same collective, shape, size and place are merged.
+//! `runs` is one run of `busbw`). `metric=algbw` marks a row of one rank, whose figures are
+//! algbw (busbw is 0 there by definition for most collectives). Rows of the same collective, shape, size and place are merged.
 
 use super::{Baseline, Entry, JobShape};
 use std::path::Path;
@@ -114,7 +115,7 @@ fn row(l: &str) -> Result<Entry, String> {
             .split_once('=')
             .ok_or_else(|| format!("`{f}`: expected key=value"))?;
         let (k, v) = (k.trim(), v.trim());
-        const KEYS: [&str; 10] = [
+        const KEYS: [&str; 11] = [
             "collective",
             "gpu",
             "ranks",
@@ -122,6 +123,7 @@ fn row(l: &str) -> Result<Entry, String> {
             "gpus_per_node",
             "bytes",
             "place",
+            "metric",
             "busbw",
             "spread",
             "runs",
@@ -177,6 +179,11 @@ fn row(l: &str) -> Result<Entry, String> {
         bytes: bytes
             .parse()
             .map_err(|_| format!("bytes={bytes}: expected a size in bytes"))?,
+        algbw: match kv.iter().find(|(k, _)| *k == "metric").map(|(_, v)| *v) {
+            None | Some("busbw") => false,
+            Some("algbw") => true,
+            Some(m) => return Err(format!("metric={m}: expected busbw or algbw")),
+        },
         in_place: match get("place")? {
             "in" => true,
             "out" => false,
@@ -213,7 +220,7 @@ pub fn write(b: &Baseline, made_from: &[String]) -> String {
         let (lo, hi) = e.spread();
         let runs: Vec<String> = e.runs.iter().map(|r| format!("{r}")).collect();
         s += &format!(
-            "row | collective={} | gpu={} | ranks={} | nodes={} | gpus_per_node={} | bytes={} | place={} | busbw={} | spread={}..{} | runs={}\n",
+            "row | collective={} | gpu={} | ranks={} | nodes={} | gpus_per_node={} | bytes={} | place={}{} | busbw={} | spread={}..{} | runs={}\n",
             e.collective,
             field(&e.shape.gpu).replace(',', " "),
             e.shape.ranks,
@@ -221,6 +228,7 @@ pub fn write(b: &Baseline, made_from: &[String]) -> String {
             e.shape.gpus_per_node,
             e.bytes,
             if e.in_place { "in" } else { "out" },
+            if e.algbw { " | metric=algbw" } else { "" },
             short(e.busbw()),
             short(lo),
             short(hi),

@@ -149,7 +149,7 @@ fn a_baseline_judges_first_and_a_foreign_one_is_said_once() {
     assert_eq!(slow.verdict, Verdict::Slow);
     assert!(slow.worst_bytes.is_some_and(|b| b >= 64 << 20));
     let line = Health::new(vec![slow], 90.0, "n", "g").text();
-    assert!(line.starts_with("# health: all_reduce: busbw 306.0 GB/s at 1073741824 B, baseline 360.0 GB/s, 85.0 % over the sizes judged, lowest 85.0 % at "), "{line}");
+    assert!(line.starts_with("# health: all_reduce: busbw 306.0 GB/s at 1073741824 B, baseline busbw 360.0 GB/s, 85.0 % over the sizes judged, lowest 85.0 % at "), "{line}");
     // Another GPU model: the baseline is not used, said in one line, and the table judges.
     let mut h200 = crate::baseline::tests::run("all_reduce", 1.0);
     h200.gpu_names = vec!["NVIDIA H200".into()];
