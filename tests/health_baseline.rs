@@ -105,6 +105,24 @@ fn a_baseline_of_three_runs_judges_them_ok_and_a_cut_of_15_percent_slow() {
         assert_eq!(doc["collectives"][0]["judged_by"], "baseline", "{doc}");
         assert_eq!(doc["collectives"][0]["metric"], "algbw", "{doc}");
     }
+    // Five launches of ours and of nccl-tests on the same GPU: ok against the one-launch runs.
+    let mut five = vec!["health".to_string(), "--baseline".into(), s(&b)];
+    for who in ["ours", "theirs"] {
+        for c in [
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "alltoall",
+            "sendrecv",
+        ] {
+            five.push(log(&format!(
+                "docs/results/h100x1/one-launch/r2.{who}-five.{c}.out"
+            )));
+        }
+    }
+    let argv: Vec<&str> = five.iter().map(String::as_str).collect();
+    let (code, out, err) = run(&argv);
+    assert_eq!((code, out.matches(": ok\n").count()), (0, 10), "{out}{err}");
     let cut = scaled(&log(RUNS[1]), 0.85, &dir.join("cut.log"));
     let (code, out, err) = run(&["health", "--baseline", &s(&b), &s(&cut)]);
     assert_eq!(code, 7, "{out}{err}");
