@@ -199,9 +199,19 @@ impl Check {
         }
     }
 
-    /// This collective's verdict on node `host`: its own, but `ok` on a node that `--locate`,
-    /// run on it, did not name while it named others.
-    pub fn on_node(&self, host: &str) -> Verdict {
+    /// This collective's verdict on node `host` of a job on `hosts`: its own, but `ok` on a
+    /// node that `--locate`, run on it, did not name while it named others; and for a hang
+    /// whose line names the stuck rank's host (`rank 2 (node7, pid 12)`), `hung` on that node
+    /// and `unknown` (nothing measured to the end) on the others.
+    pub fn on_node(&self, host: &str, hosts: &[&str]) -> Verdict {
+        if let Some(line) = &self.hang {
+            let names = |h: &str| line.contains(&format!("({h},"));
+            return match hosts.iter().any(|h| names(h)) {
+                true if names(host) => Verdict::Hung,
+                true => Verdict::Unknown,
+                false => self.verdict,
+            };
+        }
         match &self.suspects {
             Some(s) if !s.is_empty() && !s.iter().any(|n| suspect_host(n) == host) => Verdict::Ok,
             _ => self.verdict,
@@ -308,6 +318,7 @@ impl Health {
 
     /// With the job's nodes: `hosts` is each rank's host name, in rank order.
     pub fn with_nodes<'a>(mut self, hosts: impl IntoIterator<Item = &'a str>) -> Health {
+        // Each node's verdict: see [`Check::on_node`].
         let mut nodes: Vec<Node> = Vec::new();
         for h in hosts.into_iter().filter(|h| !h.is_empty()) {
             match nodes.iter_mut().find(|n| n.host == h) {
@@ -319,11 +330,13 @@ impl Health {
                 }),
             }
         }
+        let hosts: Vec<String> = nodes.iter().map(|n| n.host.clone()).collect();
+        let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
         for n in &mut nodes {
             n.verdict = self
                 .collectives
                 .iter()
-                .map(|c| c.on_node(&n.host))
+                .map(|c| c.on_node(&n.host, &hosts))
                 .max_by_key(|v| v.rank())
                 .unwrap_or(Verdict::Unknown);
         }
@@ -404,7 +417,11 @@ impl Health {
             .map(|n| n.host.as_str())
             .collect();
         if bad.len() < self.nodes.len() {
-            format!(": on {} (named by --locate)", bad.join(", "))
+            let by = match self.verdict {
+                Verdict::Hung => "named by the hang watch",
+                _ => "named by --locate",
+            };
+            format!(": on {} ({by})", bad.join(", "))
         } else {
             format!(
                 ": on the job of {} nodes ({}): a collective's busbw is the whole job's; --locate names the node",

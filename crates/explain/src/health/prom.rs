@@ -12,6 +12,7 @@ pub(super) fn text(h: &Health) -> String {
         true => vec![h.host.as_str()],
         false => h.nodes.iter().map(|n| n.host.as_str()).collect(),
     };
+    let nodes: Vec<&str> = h.nodes.iter().map(|n| n.host.as_str()).collect();
     let labels = |c: &Check, host: &str| {
         format!(
             "collective=\"{}\",host=\"{}\",gpu=\"{}\"",
@@ -54,7 +55,7 @@ pub(super) fn text(h: &Health) -> String {
     family(
         "nccl_perf_health_ok",
         "1 when the collective is judged at or above the threshold with no wrong data on this node, else 0.",
-        &|c, host| Some(f64::from(u8::from(c.on_node(host) == Verdict::Ok))),
+        &|c, host| Some(f64::from(u8::from(c.on_node(host, &nodes) == Verdict::Ok))),
     );
     family(
         "nccl_perf_health_judged",
@@ -68,7 +69,7 @@ pub(super) fn text(h: &Health) -> String {
             s += &format!(
                 "nccl_perf_health_verdict{{{},verdict=\"{}\"}} 1\n",
                 labels(c, host),
-                c.on_node(host).word()
+                c.on_node(host, &nodes).word()
             );
         }
     }

@@ -218,3 +218,38 @@ fn nodes_are_named_and_every_node_has_its_own_series() {
         "{p}"
     );
 }
+
+#[test]
+fn a_hang_names_the_stuck_rank_s_node() {
+    let ok = Check::of(&run("all_reduce", 390.0), &explained(Some(97.5)), 0, 90.0);
+    let line = "hang: rank 2 (vnode2, pid 493) never started operation 30 of the run";
+    let h = Health::new(
+        vec![ok, Check::hung("all_gather", line)],
+        90.0,
+        "vnode0",
+        "g",
+    )
+    .with_nodes(["vnode0", "vnode1", "vnode2", "vnode3"]);
+    let verdicts: Vec<(&str, Verdict)> = h
+        .nodes
+        .iter()
+        .map(|n| (n.host.as_str(), n.verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("vnode0", Verdict::Unknown),
+            ("vnode1", Verdict::Unknown),
+            ("vnode2", Verdict::Hung),
+            ("vnode3", Verdict::Unknown)
+        ]
+    );
+    let text = h.text();
+    assert!(
+        text.ends_with(", 1 hung: on vnode2 (named by the hang watch)\n"),
+        "{text}"
+    );
+    let p = h.prometheus();
+    assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"vnode2\",gpu=\"g\",verdict=\"hung\"} 1\n"), "{p}");
+    assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"vnode1\",gpu=\"g\",verdict=\"unknown\"} 1\n"), "{p}");
+}

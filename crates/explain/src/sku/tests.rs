@@ -128,8 +128,18 @@ fn blackwell_and_the_seeds_figures_are_found_by_shape() {
     assert_eq!(gb300.busbw_gbs, 357.13);
     assert!(gb300.measured.contains("A4X Max"));
     assert!(t.expectation("NVIDIA GB300", "all_reduce", 2, 4).is_none());
-    assert_eq!(t.expectation("NVIDIA B200", "all_reduce", 1, 8).unwrap().busbw_gbs, 830.0);
-    assert_eq!(t.expectation("NVIDIA GB200", "all_reduce", 2, 4).unwrap().busbw_gbs, 811.0);
+    assert_eq!(
+        t.expectation("NVIDIA B200", "all_reduce", 1, 8)
+            .unwrap()
+            .busbw_gbs,
+        830.0
+    );
+    assert_eq!(
+        t.expectation("NVIDIA GB200", "all_reduce", 2, 4)
+            .unwrap()
+            .busbw_gbs,
+        811.0
+    );
     let four = t.expectations("NVIDIA H100 80GB HBM3", "all_reduce", 4, 8);
     assert_eq!(
         four.iter().map(|e| e.busbw_gbs).collect::<Vec<_>>(),
