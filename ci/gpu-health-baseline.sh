@@ -29,14 +29,14 @@ run() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do vc+=("$1"); shift; done
   [ "${1:-}" = "--" ] && shift
   mkdir -p "$O/$name.ranks"
-  local t0; t0=$(date +%s.%N)
+  local t0; t0=$(date +%s%N)
   timeout -k 5 500 bash "$HERE/vcluster.sh" -n "$N" -l torchrun -d "$O/$name.ranks" "${vc[@]}" \
     -- "$D/all_reduce_perf" --health "${SIZES[@]}" -J "$O/$name.json" \
     --health-json "$O/$name.health.json" --health-prom "$O/$name.prom" "$@" \
     > "$O/$name.out" 2> "$O/$name.err"
   local rc=$?
   echo "$rc" > "$O/$name.rc"
-  { echo "== $name: rc=$rc ($(echo "$(date +%s.%N) - $t0" | bc) s)"; grep '^# health' "$O/$name.out"; } >> "$S"
+  { echo "== $name: rc=$rc ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"; grep '^# health' "$O/$name.out"; } >> "$S"
   return 0
 }
 
