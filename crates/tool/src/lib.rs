@@ -7,7 +7,9 @@
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
 //! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
 //! `--max-regression`, 2 invalid usage or an input that cannot be read, 3 a run is broken
-//! ([`nccl_perf_report::health`]), 4 `compare` of runs that measured different things.
+//! ([`nccl_perf_report::health`]), 4 `compare` of runs that measured different things;
+//! `health` exits as the benchmarks' `--health` does (0 healthy, 7 slow or wrong data, 4 hung,
+//! 10 not judged: [`nccl_perf_explain::health::exit`]).
 
 mod baseline;
 mod compare;
