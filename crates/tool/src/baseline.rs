@@ -36,10 +36,7 @@ pub type Loader<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Run>, ToolError>;
 /// The baseline of `paths`: baseline files parsed and merged, every other file's runs added
 /// through `load` (each run one value per size and place). A run with a problem (wrong data,
 /// errors, no footer) makes no baseline: `Err` names it.
-pub fn make(
-    paths: &[String],
-    load: Loader,
-) -> Result<Baseline, ToolError> {
+pub fn make(paths: &[String], load: Loader) -> Result<Baseline, ToolError> {
     let mut b = Baseline::default();
     for p in paths {
         let text = (p != "-")
