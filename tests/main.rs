@@ -66,6 +66,7 @@ mod locate_sim;
 mod locate_verdicts;
 
 // The companion tool on our logs and real public ones.
+mod health_baseline;
 mod health_check;
 mod public_logs;
 mod tool;

@@ -87,6 +87,7 @@ fn man_pages_cover_every_program_and_option() {
         "plot",
         "compare",
         "health",
+        "baseline",
         "completions",
         "man",
     ];

@@ -89,6 +89,8 @@ pub struct RawArgs {
     pub explain: bool,
     /// `--health` was given (ours; long form only).
     pub health: bool,
+    /// `--health-allow-unjudged` was given (ours; long form only).
+    pub health_allow_unjudged: bool,
     /// (long name, raw value) of every option given, last occurrence only.
     pub values: Vec<(&'static str, OsString)>,
     /// Stray words that are not options (nccl-tests ignores them).
@@ -198,6 +200,7 @@ where
         dry_run: matches.get_flag("dry-run"),
         explain: matches.get_flag("explain"),
         health: matches.get_flag("health"),
+        health_allow_unjudged: matches.get_flag("health-allow-unjudged"),
         ..RawArgs::default()
     };
     for o in OPTIONS.iter().filter(|o| o.value != Value::Flag) {

@@ -8,6 +8,7 @@
 //! where NCCL's view is missing. Either way [`explain`] turns it into lines and fields.
 //! docs/explain.md is the user's guide.
 
+pub mod baseline;
 pub mod ceiling;
 pub mod hardware;
 pub mod health;

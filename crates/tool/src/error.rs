@@ -27,6 +27,9 @@ pub enum ToolError {
     /// A command line the command refuses (a value, a program name, a file name).
     #[error("{0}")]
     Usage(String),
+    /// An input run that cannot be trusted where a known-good one is needed (exit 3).
+    #[error("{0}")]
+    Broken(String),
     /// Inputs that give nothing to plot or compare.
     #[error("{0}")]
     NoData(String),

@@ -4,7 +4,8 @@
 //! the overall verdict; as `#` lines, JSON and the Prometheus text format (docs/health.md).
 
 use clap::{Arg, Command};
-use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, Verdict};
+use nccl_perf_explain::baseline::Baseline;
+use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, exit};
 use nccl_perf_report::run::Run;
 
 use crate::error::ToolError;
@@ -12,7 +13,7 @@ use crate::error::ToolError;
 /// The subcommand's definition.
 pub fn command(files: Arg) -> Command {
     Command::new("health")
-        .about("A health check's summary: per collective the busbw at the largest size against the expected figure for the GPU model, a verdict, and one overall verdict; also as JSON and in the Prometheus text format (exit 0 healthy, 1 slow or wrong data, 3 not judged)")
+        .about("A health check's summary: per collective the busbw against a baseline of your known-good runs (--baseline) or the expected figure for the GPU model, a verdict, and one overall verdict; also as JSON and in the Prometheus text format (exit 0 healthy, 7 slow or wrong data, 4 hung, 10 not judged, 3 a run it cannot trust; the codes of --health)")
         .arg(files)
         .arg(
             Arg::new("threshold")
@@ -30,6 +31,18 @@ pub fn command(files: Arg) -> Command {
                 .help("Also write the summary in the Prometheus text format to this file (for node_exporter's textfile collector: name it *.prom)"),
         )
         .arg(
+            Arg::new("baseline")
+                .long("baseline")
+                .value_name("FILE")
+                .help("Judge each collective first against this baseline of known-good runs (made by nccl-perf baseline), size by size; a baseline for another GPU model or job shape is said in one line and not used"),
+        )
+        .arg(
+            Arg::new("allow-unjudged")
+                .long("allow-unjudged")
+                .action(clap::ArgAction::SetTrue)
+                .help("Exit 0 when the worst outcome is a collective that could not be judged, instead of 10"),
+        )
+        .arg(
             Arg::new("explain-sku")
                 .long("explain-sku")
                 .value_name("FILE")
@@ -38,14 +51,19 @@ pub fn command(files: Arg) -> Command {
 }
 
 /// The summary of `runs`.
-pub fn summary(runs: &[Run], threshold: f64, sku: Option<&String>) -> Result<Health, ToolError> {
+pub fn summary(
+    runs: &[Run],
+    threshold: f64,
+    sku: Option<&String>,
+    baseline: Option<&Baseline>,
+) -> Result<Health, ToolError> {
     let skus = crate::explain::table(sku)?;
     let checks = runs
         .iter()
         .map(|r| {
             let (seen, x) = crate::explain::explained(r, &skus);
             let wrong = r.summary.as_ref().map_or(0, |s| s.oob_errors);
-            let check = Check::of(&seen, &x, wrong, threshold);
+            let check = Check::judged(&seen, &x, wrong, threshold, baseline);
             match &r.text.hang {
                 Some(line) => check.hung_by(line),
                 None => check,
@@ -53,20 +71,33 @@ pub fn summary(runs: &[Run], threshold: f64, sku: Option<&String>) -> Result<Hea
         })
         .collect();
     let first = runs.iter().flat_map(|r| r.devices.first()).next();
+    // The job's nodes from the run that names the most ranks (every section has the same).
+    let hosts = runs
+        .iter()
+        .max_by_key(|r| r.devices.len())
+        .map(|r| {
+            r.devices
+                .iter()
+                .map(|d| d.hostname.as_str())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
     Ok(Health::new(
         checks,
         threshold,
         first.map_or("", |d| d.hostname.as_str()),
         first.map_or("", |d| d.name.as_str()),
-    ))
+    )
+    .with_nodes(hosts))
 }
 
-/// The exit code of a summary: 0 healthy, 1 slow, wrong data or hung, 3 not judged.
-pub fn exit_code(h: &Health) -> u8 {
-    match h.verdict {
-        Verdict::Ok => 0,
-        Verdict::Slow | Verdict::Wrong | Verdict::Hung => 1,
-        Verdict::Unknown => 3,
+/// The exit code of a summary, `--health`'s ([`nccl_perf_explain::health::exit`]): 0
+/// healthy, 7 slow or wrong data, 4 hung, 10 not judged (0 with `allow_unjudged`); `problems`
+/// (3 when a run cannot be trusted, else 0) where the verdict is no worse than not judged.
+pub fn exit_code(h: &Health, allow_unjudged: bool, problems: u8) -> u8 {
+    match (h.exit_code(allow_unjudged), problems) {
+        (exit::HEALTHY | exit::NOT_JUDGED, p) if p != 0 => p,
+        (c, _) => c,
     }
 }
 

@@ -7,8 +7,11 @@
 //! Every input may be a text log or a JSON file (detected by its first character), and may hold
 //! several tests. Exit codes: 0 success, 1 `compare` found a regression beyond
 //! `--max-regression`, 2 invalid usage or an input that cannot be read, 3 a run is broken
-//! ([`nccl_perf_report::health`]), 4 `compare` of runs that measured different things.
+//! ([`nccl_perf_report::health`]), 4 `compare` of runs that measured different things;
+//! `health` exits as the benchmarks' `--health` does (0 healthy, 7 slow or wrong data, 4 hung,
+//! 10 not judged: [`nccl_perf_explain::health::exit`]).
 
+mod baseline;
 mod compare;
 mod docs;
 mod error;
@@ -167,8 +170,9 @@ fn command() -> Command {
                 .arg(partial.clone()),
         )
         .subcommand(
-            health_check::command(files("FILE", "JSON files or text logs: the check's runs, one per collective")).arg(partial),
+            health_check::command(files("FILE", "JSON files or text logs: the check's runs, one per collective")).arg(partial.clone()),
         )
+        .subcommand(baseline::command(partial))
         .subcommand(docs::completions_command())
         .subcommand(docs::man_command())
 }
@@ -186,7 +190,10 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             nccl_perf_cli::eline!("nccl-perf: {message}");
-            ExitCode::from(EXIT_ERROR)
+            ExitCode::from(match message {
+                ToolError::Broken(_) => EXIT_BROKEN,
+                _ => EXIT_ERROR,
+            })
         }
     }
 }
@@ -302,9 +309,21 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
         }
         "health" => {
             check_outputs([m.get_one::<String>("json"), m.get_one::<String>("prom")])?;
+            let baseline = m
+                .get_one::<String>("baseline")
+                .map(|p| {
+                    nccl_perf_explain::baseline::format::load(Path::new(p))
+                        .map_err(|e| ToolError::Usage(format!("--baseline: {e}")))
+                })
+                .transpose()?;
             let runs = load(&strings("FILE"))?;
             let threshold = health_check::threshold(m.get_one::<f64>("threshold").copied())?;
-            let h = health_check::summary(&runs, threshold, m.get_one::<String>("explain-sku"))?;
+            let h = health_check::summary(
+                &runs,
+                threshold,
+                m.get_one::<String>("explain-sku"),
+                baseline.as_ref(),
+            )?;
             if let Some(p) = m.get_one::<String>("json") {
                 emit(Some(p), &format!("{}\n", h.json()))?;
             }
@@ -312,7 +331,27 @@ fn run_subcommand(matches: &ArgMatches) -> Result<u8, ToolError> {
                 emit(Some(p), &h.prometheus())?;
             }
             emit(None, &h.text())?;
-            Ok(health_check::exit_code(&h).max(tell_problems(&runs)))
+            Ok(health_check::exit_code(
+                &h,
+                m.get_flag("allow-unjudged"),
+                tell_problems(&runs),
+            ))
+        }
+        "baseline" => {
+            let out = m.get_one::<String>("output").filter(|o| o.as_str() != "-");
+            check_outputs([out])?;
+            let inputs = strings("FILE");
+            let b = baseline::make(&inputs, &load)?;
+            let text = nccl_perf_explain::baseline::format::write(&b, &inputs);
+            emit(out, &text)?;
+            if let Some(o) = out {
+                nccl_perf_cli::eline!(
+                    "nccl-perf: baseline: {} rows from {} input(s) written to {o}",
+                    b.entries.len(),
+                    inputs.len()
+                );
+            }
+            Ok(0)
         }
         other => Err(ToolError::Usage(format!("unknown subcommand {other}"))),
     }

@@ -17,6 +17,10 @@ pub struct HealthOptions {
     pub json: Option<PathBuf>,
     /// `--health-prom`: the summary in the Prometheus text format.
     pub prom: Option<PathBuf>,
+    /// `--baseline`: known-good runs to judge against first.
+    pub baseline: Option<PathBuf>,
+    /// `--health-allow-unjudged`: a collective not judged does not fail the check.
+    pub allow_unjudged: bool,
 }
 
 /// The command line with `--health`'s preset filled in where it says nothing: `--collectives`,
@@ -47,9 +51,14 @@ pub(super) fn with_preset(raw: &RawArgs) -> RawArgs {
 /// `--health*`: `None` without `--health`; its files without it are an error.
 pub(super) fn read(r: &mut Reader) -> Result<Option<HealthOptions>, OptionsError> {
     if !r.raw.health {
-        return match ["health-json", "health-prom"]
+        let flag = r
+            .raw
+            .health_allow_unjudged
+            .then_some("health-allow-unjudged");
+        return match ["health-json", "health-prom", "baseline"]
             .into_iter()
             .find(|o| r.raw.get(o).is_some())
+            .or(flag)
         {
             Some(o) => Err(OptionsError::Invalid(format!("--{o} needs --health"))),
             None => Ok(None),
@@ -66,5 +75,7 @@ pub(super) fn read(r: &mut Reader) -> Result<Option<HealthOptions>, OptionsError
     Ok(Some(HealthOptions {
         json: file(r, "health-json")?,
         prom: file(r, "health-prom")?,
+        baseline: file(r, "baseline")?,
+        allow_unjudged: r.raw.health_allow_unjudged,
     }))
 }

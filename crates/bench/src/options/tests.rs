@@ -464,3 +464,40 @@ fn stop_when_sure_takes_a_percentage_and_only_the_plain_loop() {
         );
     }
 }
+
+#[test]
+fn a_baseline_and_allowing_unjudged_belong_to_health() {
+    let p = parse(&[
+        "--health",
+        "--baseline",
+        "site.baseline",
+        "--health-allow-unjudged",
+    ])
+    .unwrap();
+    let h = p.options.health.expect("--health");
+    assert_eq!(
+        h.baseline.as_deref(),
+        Some(std::path::Path::new("site.baseline"))
+    );
+    assert!(h.allow_unjudged);
+    let h = parse(&["--health"])
+        .unwrap()
+        .options
+        .health
+        .expect("--health");
+    assert_eq!((h.baseline, h.allow_unjudged), (None, false));
+    for (args, says) in [
+        (&["--baseline", "b"][..], "--baseline needs --health"),
+        (
+            &["--health-allow-unjudged"][..],
+            "--health-allow-unjudged needs --health",
+        ),
+        (
+            &["--health", "--baseline", ""][..],
+            "--baseline needs a file name",
+        ),
+    ] {
+        let e = format!("{:?}", parse(args).err());
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+}

@@ -75,6 +75,9 @@ pub fn check_and_plan(
         if let Some(x) = &opts.explain {
             super::explanation::check_table(x)?;
         }
+        if let Some(h) = &opts.health {
+            super::health::baseline(h)?;
+        }
         print!("{text}");
         if opts.explain.is_some() {
             print!("{}", super::explanation::dry_run_line());

@@ -10,6 +10,7 @@ use crate::gpu::Gpu;
 use crate::gpu::nccl::Nccl;
 use crate::report::split::{self, SplitGroup};
 use crate::report::{Summary, table};
+use nccl_perf_explain::baseline::Baseline;
 use nccl_perf_explain::health::Check;
 use std::ops::Not;
 
@@ -31,7 +32,7 @@ pub(super) fn finish_section(
     nccl: &Nccl,
     mut measured: Measured,
     out: &mut Output,
-    health: Option<f64>,
+    health: Option<(f64, Option<&Baseline>)>,
 ) -> Section {
     let conclusion = conclusion(out);
     let (explained, gate_failed) = conclusion
@@ -41,9 +42,9 @@ pub(super) fn finish_section(
     footer(out, &summary, std::mem::take(&mut measured.split_groups));
     out.print(&explained);
     // `--health` judges the section by the threshold alone, not by `--explain-gate`.
-    let check = health.zip(conclusion).map(|(threshold, c)| {
+    let check = health.zip(conclusion).map(|((threshold, baseline), c)| {
         let (run, x) = &c.explained;
-        Check::of(run, x, summary.oob_errors, threshold)
+        Check::judged(run, x, summary.oob_errors, threshold, baseline)
     });
     Section {
         code: if health.is_some() {

@@ -16,6 +16,7 @@ use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::options::Options;
+use nccl_perf_explain::baseline::Baseline;
 use nccl_perf_explain::health::{Check, Verdict};
 
 /// The program name of each section: `program` itself for a run of one collective (as the
@@ -57,6 +58,11 @@ pub(super) fn run(
             found.options.min_bytes.max(found.options.max_bytes),
         )?;
     }
+    // `--baseline`, read where the summary is made, before any GPU work.
+    let baseline = match (&opts.health, boot.world_rank()) {
+        (Some(h), 0) => health::baseline(h)?,
+        _ => None,
+    };
     let mut gpus: Option<Vec<Gpu>> = None;
     let mut worst = 0;
     let mut checks = Vec::new();
@@ -69,7 +75,7 @@ pub(super) fn run(
         if let Some(h) = opts.health.as_ref().filter(|_| out.printing()) {
             health::track(h, &found, &out.info().program, &checks, coll.name());
         }
-        let (ended, bytes) = section(*coll, boot, &found, out, gpus.take())?;
+        let (ended, bytes) = section(*coll, boot, &found, out, gpus.take(), baseline.as_ref())?;
         worst = worst.max(ended.code);
         gpus = Some(ended.gpus);
         checks.extend(ended.check);
@@ -164,6 +170,7 @@ fn section(
     found: &Inventory,
     out: &mut Output,
     gpus: Option<Vec<Gpu>>,
+    baseline: Option<&Baseline>,
 ) -> Result<(finish::Section, u64)> {
     let first = gpus.is_none();
     let plan = plan::plan_with(coll, boot, found, out, first)?;
@@ -176,7 +183,7 @@ fn section(
         .options
         .health
         .as_ref()
-        .map(|_| health::threshold(&found.options));
+        .map(|_| (health::threshold(&found.options), baseline));
     let max_bytes = plan.max_bytes;
     #[allow(unused_mut)]
     let mut ended = finish::finish_section(found.nccl, measured, out, threshold);
@@ -198,14 +205,8 @@ mod tests {
     fn locate_goes_to_the_first_collective_found_slow() {
         let check = |name: &str, verdict| Check {
             collective: name.into(),
-            largest_bytes: 0,
-            busbw: None,
-            expected_busbw: None,
-            percent_of_expected: None,
-            wrong: 0,
             verdict,
-            suspects: None,
-            hang: None,
+            ..Check::default()
         };
         let names = ["all_reduce", "all_gather", "sendrecv"];
         let checks = [

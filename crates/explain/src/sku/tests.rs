@@ -119,3 +119,30 @@ fn load_extends_or_replaces_the_builtin_table() {
     assert!(!same_gpu("", ""));
     assert!(same_gpu("Tesla V100-SXM2-16GB", "v100-sxm2-16gb"));
 }
+
+/// The rows of issue 50: Blackwell, Grace Blackwell and the seeds' own figures.
+#[test]
+fn blackwell_and_the_seeds_figures_are_found_by_shape() {
+    let t = SkuTable::builtin();
+    let gb300 = t.expectation("NVIDIA GB300", "all_gather", 2, 4).unwrap();
+    assert_eq!(gb300.busbw_gbs, 357.13);
+    assert!(gb300.measured.contains("A4X Max"));
+    assert!(t.expectation("NVIDIA GB300", "all_reduce", 2, 4).is_none());
+    assert_eq!(
+        t.expectation("NVIDIA B200", "all_reduce", 1, 8)
+            .unwrap()
+            .busbw_gbs,
+        830.0
+    );
+    assert_eq!(
+        t.expectation("NVIDIA GB200", "all_reduce", 2, 4)
+            .unwrap()
+            .busbw_gbs,
+        811.0
+    );
+    let four = t.expectations("NVIDIA H100 80GB HBM3", "all_reduce", 4, 8);
+    assert_eq!(
+        four.iter().map(|e| e.busbw_gbs).collect::<Vec<_>>(),
+        [330.93, 326.47]
+    );
+}
