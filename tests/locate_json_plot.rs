@@ -3,6 +3,7 @@
 
 use crate::programs;
 
+use nccl_perf_locate::evidence::JobCheck;
 use nccl_perf_locate::json::{self, LocateJson};
 use nccl_perf_locate::schedule::Kind;
 use nccl_perf_locate::topology::Topology;
@@ -24,7 +25,13 @@ fn json_reads_back_with_matrix_scores_and_named_gpus() {
     let doc = json::document(&report, &topo);
     let text = serde_json::to_string_pretty(&doc).expect("serialise");
     assert!(json::is_locate(&text));
+    // Only the runner knows the collective and size: the model's record leaves them out.
+    assert!(!text.contains("\"collective\"") && !text.contains("\"bytes\""));
     let back: LocateJson = json::read(&text).expect("read back");
+    assert_eq!(
+        (&back.collective, &back.datatype, back.bytes),
+        (&None, &None, None)
+    );
     // serde_json may read a float back one unit in the last place off: compare the rest.
     assert_eq!(back.verdicts.len(), doc.verdicts.len());
     assert_eq!(
@@ -144,10 +151,31 @@ fn plots_draw_the_matrix_and_the_bars() {
         let bytes = std::fs::read(path(name)).expect(name);
         assert!(bytes.len() > 1000, "{name}: {} bytes", bytes.len());
         if name.ends_with(".svg") {
+            let svg = String::from_utf8_lossy(&bytes);
+            assert!(svg.contains("locate:"), "{name}");
+            // Every node is named (on both axes of the heatmap and under the bars).
+            let words: Vec<String> = texts(&svg).into_iter().map(|t| t.words).collect();
+            for node in topo.all_nodes() {
+                let times = words.iter().filter(|w| **w == node.host).count();
+                assert_eq!(times, if kind == Kind::Full { 3 } else { 1 }, "{name}");
+            }
+            assert!(svg.contains("every node named"), "{name}");
+            // The bars' key, and the heatmap's colour scale in the record's own terms.
             assert!(
-                String::from_utf8_lossy(&bytes).contains("locate:"),
-                "{name}"
+                svg.contains("named suspect")
+                    && svg.contains("0.85\u{d7} = 1 \u{2212} min drop (0.15)")
             );
+            let scale = [
+                "colour: busbw / median pair (1\u{d7} = ",
+                "0\u{d7} red",
+                "0.70\u{d7} orange",
+                "\u{2265}1\u{d7} green",
+                "hung or failed",
+                "not measured",
+            ];
+            for words in scale {
+                assert_eq!(svg.contains(words), kind == Kind::Full, "{name}: {words}");
+            }
         } else {
             assert_eq!(&bytes[1..4], b"PNG", "{name}");
         }
@@ -189,7 +217,30 @@ fn nccl_perf_plot_draws_a_locate_record() {
     });
     let (report, _) = locate(&mut model, &topo, &config(Kind::Full));
     let record = dir.join("locate.json");
-    let text = serde_json::to_string_pretty(&json::document(&report, &topo)).expect("json");
+    // What the runner adds to the record, and the job against its pairs, make the title's
+    // second line.
+    let doc = LocateJson {
+        collective: Some("all_reduce".into()),
+        datatype: Some("float".into()),
+        bytes: Some(256 << 20),
+        job: Some(JobCheck {
+            job_busbw: 191.82,
+            pairs_busbw: 361.13,
+            ratio: 0.53,
+            slow_below: 0.7,
+            slow: true,
+            localised: true,
+            halves: None,
+            one_machine: false,
+        }),
+        ..json::document(&report, &topo)
+    };
+    let text = serde_json::to_string_pretty(&doc).expect("json");
+    let back = json::read(&text).expect("read back");
+    assert_eq!(
+        (back.collective, back.datatype, back.bytes),
+        (doc.collective, doc.datatype, doc.bytes)
+    );
     std::fs::write(&record, text).expect("write");
     let tool = |args: &[&std::ffi::OsStr]| {
         // Through the emulator when the tests run for another architecture (ci/arm64.sh).
@@ -214,6 +265,13 @@ fn nccl_perf_plot_draws_a_locate_record() {
     assert!(
         drawn.contains("locate: full schedule, 6 nodes, 1 suspect"),
         "title"
+    );
+    assert!(
+        drawn.contains(
+            "all_reduce, 256 MiB of float per group; job busbw 191.82 GB/s = 0.53\u{d7} the \
+             median pair (361.13 GB/s)"
+        ),
+        "title's second line"
     );
     // A record is plotted on its own; a damaged one is a one-line error.
     let out = tool(&[
@@ -242,4 +300,131 @@ fn nccl_perf_plot_draws_a_locate_record() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn many_nodes_are_named_every_kth_and_the_image_stays_small() {
+    // A synthetic record of 200 nodes: every pair measured near 100 GB/s but node 37's.
+    let n = 200;
+    let topo = Topology::uniform(4, 2);
+    let (report, _) = locate(
+        &mut ModelCluster::new(topo.clone(), 1),
+        &topo,
+        &config(Kind::Full),
+    );
+    let small = json::document(&report, &topo);
+    let doc = LocateJson {
+        nodes: (0..n)
+            .map(|i| nccl_perf_locate::topology::Node {
+                host: format!("gpu-node-{i:04}.cluster.example.com"),
+                ..small.nodes[0].clone()
+            })
+            .collect(),
+        pair_matrix: Some(
+            (0..n)
+                .map(|a| {
+                    (0..n)
+                        .map(|b| match (a, b) {
+                            _ if a == b => None,
+                            (37, _) | (_, 37) => Some(50.0),
+                            _ => Some(100.0 + ((a * 7 + b * 13) % 10) as f64 * 0.1),
+                        })
+                        .collect()
+                })
+                .collect(),
+        ),
+        node_scores: Some(
+            (0..n)
+                .map(|i| Some(if i == 37 { 0.5 } else { 1.0 }))
+                .collect(),
+        ),
+        ..small
+    };
+    let dir = std::env::temp_dir().join(format!("nccl-perf-locate-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("many.svg").to_string_lossy().into_owned();
+    let notes = plot::plot(&doc, &path, (1000, 600)).expect("plot");
+    assert_eq!(
+        notes,
+        ["200 nodes: each heatmap cell is the worst pair of 2x2 nodes"]
+    );
+    let svg = std::fs::read_to_string(&path).expect("svg");
+    // Bounded: 100 x 100 cells and a few hundred words at most.
+    assert!(svg.len() < 2_000_000, "{} bytes", svg.len());
+    let texts = texts(&svg);
+    assert!(texts.len() < 200, "{} texts", texts.len());
+    // Names without the domain every host shares; a row or column names its block's first node.
+    assert!(!svg.contains("cluster.example.com"));
+    let names: Vec<&Text> = texts
+        .iter()
+        .filter(|t| t.words.starts_with("gpu-node-"))
+        .collect();
+    assert!(names.iter().any(|t| t.words == "gpu-node-0000"));
+    // Thinned, and said: rows (upright), then columns and bars (turned; two rows of them).
+    let rows: Vec<i64> = names.iter().filter(|t| !t.turned).map(|t| t.y).collect();
+    let mut lines: Vec<i64> = names.iter().filter(|t| t.turned).map(|t| t.y).collect();
+    lines.dedup();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let turned = |y: i64| -> Vec<i64> {
+        names
+            .iter()
+            .filter(|t| t.turned && t.y == y)
+            .map(|t| t.x)
+            .collect()
+    };
+    let (columns, bars) = (turned(lines[0]), turned(lines[1]));
+    for (what, at, most) in [
+        ("rows", &rows, 100),
+        ("columns", &columns, 100),
+        ("bars", &bars, 200),
+    ] {
+        assert!(
+            at.len() >= 10 && at.len() < most / 2,
+            "{what}: {} labels",
+            at.len()
+        );
+        // Never closer than one line of text (13 pixels; a pixel for rounding).
+        assert!(at.windows(2).all(|w| w[1] - w[0] >= 12), "{what}: {at:?}");
+    }
+    let every = |unit: &str| {
+        texts
+            .iter()
+            .any(|t| t.words.contains("every ") && t.words.ends_with(&format!(" {unit} named")))
+    };
+    assert!(
+        every("block") && every("node"),
+        "{:?}",
+        texts.iter().map(|t| &t.words).collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One text of an SVG drawn by plotters.
+#[derive(Debug)]
+struct Text {
+    x: i64,
+    y: i64,
+    /// Turned a quarter (names under a column or bar).
+    turned: bool,
+    words: String,
+}
+
+/// The texts of an SVG drawn by plotters, in drawing order.
+fn texts(svg: &str) -> Vec<Text> {
+    let attr = |attrs: &str, name: &str| -> Option<f64> {
+        let start = attrs.find(&format!(" {name}=\""))? + name.len() + 3;
+        attrs[start..].split('"').next()?.parse().ok()
+    };
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|chunk| {
+            let (attrs, rest) = chunk.split_once('>')?;
+            Some(Text {
+                x: attr(attrs, "x")? as i64,
+                y: attr(attrs, "y")? as i64,
+                turned: attrs.contains("rotate(270"),
+                words: rest.split("</text>").next()?.trim().to_string(),
+            })
+        })
+        .collect()
 }

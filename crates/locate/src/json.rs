@@ -29,6 +29,16 @@ pub struct LocateJson {
     pub seed: u64,
     /// Per-group deadline, seconds.
     pub deadline_s: f64,
+    /// The collective every group ran (`all_reduce`, ...), set by the runner (absent in older
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<String>,
+    /// The data type of every group's measurement (`float`, ...), set by the runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datatype: Option<String>,
+    /// The message size of every group's measurement, bytes, set by the runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
     /// The thresholds.
     pub thresholds: Thresholds,
     /// Nodes and their GPUs (rank, device, PCI id), in node-index order.
@@ -192,6 +202,9 @@ pub fn document(report: &Report, topo: &Topology) -> LocateJson {
         schedule: report.config.schedule,
         seed: report.config.seed,
         deadline_s: report.config.deadline.as_secs_f64(),
+        collective: None,
+        datatype: None,
+        bytes: None,
         thresholds: report.config.thresholds,
         nodes: topo.all_nodes().to_vec(),
         rounds,

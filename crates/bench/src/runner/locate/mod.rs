@@ -310,7 +310,12 @@ pub fn run_locate(job: &Job) -> Result<Located> {
     if printing {
         say(&output::verdict_lines(&report, &topo));
         if let Some(path) = &l.json {
-            let doc = json::document(&report, &topo);
+            let doc = json::LocateJson {
+                collective: Some(coll.name().to_string()),
+                datatype: Some(dt.name().to_string()),
+                bytes: Some(bytes),
+                ..json::document(&report, &topo)
+            };
             let written = write_json(path, &doc)?;
             say(&[format!("# locate record: {}", written.display())]);
         }
