@@ -19,28 +19,9 @@ pub const VERSION: u32 = 1;
 /// The first line's word before the version.
 pub const MAGIC: &str = "nccl-perf-baseline";
 
-/// Why a baseline file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
-    Read {
-        /// File as given.
-        file: String,
-        /// The system's reason.
-        source: std::io::Error,
-    },
-    /// A line is wrong.
-    #[error("{file}:{line}: {message}")]
-    Line {
-        /// File as given.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-}
+/// Why a baseline file could not be used: the SKU table's error (a file that cannot be read,
+/// or a line that is wrong, with its file and line).
+pub use crate::sku::Error;
 
 /// Whether `text` starts as a baseline file does (its first line that is not blank or a
 /// comment names the format).
