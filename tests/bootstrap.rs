@@ -258,27 +258,9 @@ fn mpirun(np: usize, extra_env: &[(&str, &str)]) -> Option<Output> {
 
 /// [`mpirun`] with more arguments for the benchmark.
 fn mpirun_with(np: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Option<Output> {
-    let found = Command::new("mpirun").arg("--version").output().is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "mpirun is not installed: under CI it must be (.ci/run installs openmpi-bin)"
-        );
-        eprintln!("skipped: mpirun is not installed (.ci/run installs openmpi-bin)");
-        return None;
-    }
-    let mut c = Command::new("timeout");
-    c.args([
-        "60",
-        "mpirun",
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-np",
-    ])
-    .arg(np.to_string())
-    .args(programs::program_words(BIN))
-    .args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
-    .args(args);
+    let mut c = programs::mpirun(BIN, np, 60)?;
+    c.args(["--dry-run", "-b", "1M", "-e", "4M", "-f", "2"])
+        .args(args);
     let vars: HashMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
             !(k.starts_with("SLURM_")

@@ -206,28 +206,11 @@ fn an_argument_error_is_said_once_per_host() {
 
 /// The launch of `np` processes under Open MPI's `mpirun` (a real run), with its output.
 fn mpirun(np: usize, args: &[&str]) -> Option<std::process::Output> {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "mpirun is not installed: under CI it must be (.ci/run installs openmpi-bin)"
-        );
-        eprintln!("skipped: mpirun is not installed");
-        return None;
-    }
-    let mut c = Command::new("timeout");
-    c.args([
-        "90",
-        "mpirun",
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-np",
-    ])
-    .arg(np.to_string())
-    .args(programs::program_words(BIN))
-    .args(args)
-    .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "60")
-    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mut c = programs::mpirun(BIN, np, 90)?;
+    c.args(args)
+        .env("NCCL_PERF_BOOTSTRAP_TIMEOUT", "60")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     for k in [
         "LD_LIBRARY_PATH",
         "NCCL_PERF_BOOTSTRAP",

@@ -148,6 +148,26 @@ pub fn command(bin: &str, args: &[OsString], env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// `timeout SECS mpirun --allow-run-as-root --oversubscribe -np NP <bin>` (the benchmark's
+/// words under the runner), or `None`, said, where Open MPI's `mpirun` is not installed: under
+/// CI (`CI` set) that fails the test instead.
+pub fn mpirun(bin: &str, np: usize, secs: u32) -> Option<Command> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mpirun is not installed: under CI it must be (.ci/run installs openmpi-bin)"
+        );
+        eprintln!("skipped: mpirun is not installed (.ci/run installs openmpi-bin)");
+        return None;
+    }
+    let mut c = Command::new("timeout");
+    c.arg(secs.to_string())
+        .args(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(np.to_string())
+        .args(program_words(bin));
+    Some(c)
+}
+
 /// Runs a command, killing it at `deadline`.
 pub fn run(mut c: Command, deadline: Duration) -> Outcome {
     let start = Instant::now();

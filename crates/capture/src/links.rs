@@ -331,8 +331,8 @@ impl Sampler {
         if self.last.is_empty() {
             self.last = vec![(0, 0, now); SLOTS];
         }
-        // (link, order) -> the link's oldest live operation.
-        let mut oldest: Vec<(u64, u64, Link)> = Vec::new();
+        // link -> (order, its oldest live operation).
+        let mut oldest: std::collections::BTreeMap<u64, (u64, Link)> = Default::default();
         for (i, s) in TABLE.iter().enumerate() {
             if s.taken.load(std::sync::atomic::Ordering::Acquire) == 0 {
                 continue;
@@ -358,13 +358,14 @@ impl Sampler {
                 wait: s.wait_of(step),
                 still: now.saturating_duration_since(mark.2),
             };
-            match oldest.iter_mut().find(|(k, _, _)| *k == key) {
-                Some(o) if o.1 > order => *o = (key, order, link),
-                Some(_) => {}
-                None => oldest.push((key, order, link)),
+            match oldest.get(&key) {
+                Some((o, _)) if *o <= order => {}
+                _ => {
+                    oldest.insert(key, (order, link));
+                }
             }
         }
-        let mut links: Vec<Link> = oldest.into_iter().map(|(_, _, l)| l).collect();
+        let mut links: Vec<Link> = oldest.into_values().map(|(_, l)| l).collect();
         links.sort_by_key(|l| (l.rank, l.peer, l.channel, l.send));
         links
     }

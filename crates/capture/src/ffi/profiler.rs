@@ -358,6 +358,30 @@ mod tests {
     use crate::test_lock;
     use std::ptr::null_mut;
 
+    /// A communicator of `nodes` nodes set up through the v5 table as NCCL sets it up, its
+    /// mask variable starting at `mask` (leaked: the window keeps its address, as NCCL's global
+    /// it would be).
+    fn init_v5(nodes: c_int, mask: c_int) -> (*mut c_void, &'static mut c_int) {
+        let mask: &'static mut c_int = Box::leak(Box::new(mask));
+        let mut ctx = null_mut();
+        // SAFETY: our own table called as NCCL calls it: `ctx` and the leaked `mask` outlive the
+        // plugin, the pointers left null are ones it accepts null.
+        let r = unsafe {
+            (ncclProfiler_v5.0.init)(
+                &mut ctx,
+                7,
+                &mut *mask,
+                std::ptr::null(),
+                nodes,
+                4,
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, SUCCESS);
+        (ctx, mask)
+    }
+
     fn coll_descr(rank: c_int) -> DescrV5 {
         DescrV5 {
             kind: event::COLL,
@@ -387,26 +411,7 @@ mod tests {
     fn v5_records_only_while_armed() {
         let _g = test_lock();
         let t = &ncclProfiler_v5.0;
-        // Leaked: the store keeps its address (as NCCL's global it would be).
-        let mask: &'static mut c_int = Box::leak(Box::new(-1));
-        let mut ctx = null_mut();
-        // SAFETY: our own table called as NCCL calls it: `ctx` and the leaked `mask` outlive the
-        // plugin, the pointers left null are ones it accepts null.
-        unsafe {
-            assert_eq!(
-                (t.init)(
-                    &mut ctx,
-                    7,
-                    &mut *mask,
-                    std::ptr::null(),
-                    1,
-                    2,
-                    0,
-                    std::ptr::null()
-                ),
-                SUCCESS
-            );
-        }
+        let (ctx, mask) = init_v5(1, -1);
         assert_eq!(*mask, 0, "the mask is empty while not armed");
         let mut h = null_mut();
         let d = coll_descr(0);
@@ -556,21 +561,7 @@ mod tests {
         let _g = test_lock();
         crate::links::enable();
         let t = &ncclProfiler_v5.0;
-        let mask: &'static mut c_int = Box::leak(Box::new(0));
-        let mut ctx = null_mut();
-        // SAFETY: our own table called as NCCL calls it, as in the tests above.
-        unsafe {
-            (t.init)(
-                &mut ctx,
-                9,
-                &mut *mask,
-                std::ptr::null(),
-                2,
-                4,
-                2,
-                std::ptr::null(),
-            );
-        }
+        let (ctx, mask) = init_v5(2, 0);
         let want = (event::PROXY_OP | event::PROXY_STEP) as c_int;
         assert_eq!(*mask, want, "two nodes: proxy events on while not armed");
         let op = DescrV5 {
