@@ -8,7 +8,6 @@
 
 use crate::programs::{self, Outcome, fake_library, free_port, scratch};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
