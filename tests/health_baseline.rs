@@ -278,7 +278,7 @@ fn a_two_node_log_gives_one_host_label_per_node() {
     if let Some(samples) = parsed_by_prometheus(&prom) {
         for host in ["ztan-mig-235z", "ztan-mig-gq73"] {
             assert!(
-                samples.contains(&format!("gauge nccl_perf_health_verdict [('collective', 'all_reduce'), ('gpu', 'NVIDIA H100 80GB HBM3'), ('host', '{host}'), ('verdict', 'ok')] 1\n")),
+                samples.contains(&format!("gauge nccl_perf_health_verdict [('collective', 'all_reduce'), ('gpu', 'NVIDIA H100 80GB HBM3'), ('host', '{host}'), ('verdict', 'ok')] 1.0\n")),
                 "{samples}"
             );
             assert!(
