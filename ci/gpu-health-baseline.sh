@@ -6,7 +6,8 @@
 # (HANGSHIM_DELAY_US, default 3000) must be judged slow against the same baseline, with
 # `--locate quick` naming that rank's node (vnode2; exit 9: a suspect named, over the check's 7).
 # `nccl-perf health --baseline` on each run's -J files must give the same verdicts and codes
-# (0 and 7). Loopback sockets: launch logic and verdicts only, not a hardware figure.
+# (0 and 7). Last, rank SLOW_RANK's data corrupted (NCCL_PERF_CORRUPT, a test-hooks build):
+# wrong, exit 7, with that rank and node named. Loopback sockets: launch logic and verdicts only, not a hardware figure.
 #
 # usage: ci/gpu-health-baseline.sh DIST OUT   (DIST: release binaries, nccl-perf among them)
 set -u
@@ -56,6 +57,15 @@ rc=$(cat "$O/slow.rc")
 case $rc in 7|9) ;; *) fail "slow run: exit $rc, expected 9 (or 7 when locate named nobody)" ;; esac
 grep -q '^# health: slow' "$O/slow.out" || fail "slow run: overall verdict not slow"
 grep -q "^# health: .*vnode$SLOW_RANK" "$O/slow.out" || fail "slow run: vnode$SLOW_RANK not named"
+
+# Wrong data on one rank (the test hook NCCL_PERF_CORRUPT, every rank told to corrupt rank SLOW_RANK's): exit 7,
+# the overall verdict wrong, and validation's place named: the rank, its node, a stderr line.
+run wrong -e "NCCL_PERF_CORRUPT=out:0:$SLOW_RANK" -- --baseline "$O/site.baseline"
+[ "$(cat "$O/wrong.rc")" = 7 ] || fail "wrong run: exit $(cat "$O/wrong.rc"), expected 7"
+grep -q '^# health: wrong' "$O/wrong.out" || fail "wrong run: overall verdict not wrong"
+grep -q "wrong data on rank $SLOW_RANK (vnode$SLOW_RANK)" "$O/wrong.out" || fail "wrong run: rank $SLOW_RANK (vnode$SLOW_RANK) not named"
+grep -q "^# health: .*: on vnode$SLOW_RANK (where validation found it)" "$O/wrong.out" || fail "wrong run: node not named"
+grep -h "wrong data on" "$O"/wrong.err "$O"/wrong.ranks/*.err 2>/dev/null | head -3 >> "$S"
 
 # The companion tool on the -J files: the same verdicts and codes.
 for name in healthy slow; do

@@ -117,6 +117,15 @@ pub struct Check {
     /// The hang watch's verdict line when the run hung during this collective.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hang: Option<String>,
+    /// Where the wrong data was, when the run could tell (`rank 3 (node7)`); absent for logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong_on: Option<String>,
+    /// The nodes of the ranks [`Check::wrong_on`] names (and of any between them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wrong_nodes: Vec<String>,
+    /// The verdict the figures alone give (wrong data aside): the other nodes'.
+    #[serde(skip)]
+    pub measured: Verdict,
 }
 
 impl Check {
@@ -169,17 +178,27 @@ impl Check {
             c.percent_of_expected = x.percent_of_expected.filter(|p| p.is_finite());
             c.judged_by = c.percent_of_expected.map(|_| "table".into());
         }
-        c.verdict = match (wrong, c.percent_of_expected, largest) {
-            (1.., _, _) => Verdict::Wrong,
-            (_, _, None) | (_, None, _) => Verdict::Unknown,
-            (_, Some(p), _) if p < threshold => Verdict::Slow,
+        c.measured = match (c.percent_of_expected, largest) {
+            (_, None) | (None, _) => Verdict::Unknown,
+            (Some(p), _) if p < threshold => Verdict::Slow,
             _ => Verdict::Ok,
+        };
+        c.verdict = match wrong {
+            1.. => Verdict::Wrong,
+            0 => c.measured,
         };
         if c.verdict == Verdict::Unknown {
             c.judged_by = None;
             c.not_judged = Some(why_not_judged(run, baseline.is_some()));
         }
         c
+    }
+
+    /// This check, with the wrong data placed on the ranks `text` names, on `nodes`.
+    pub fn wrong_on(mut self, text: &str, nodes: &[String]) -> Check {
+        self.wrong_on = Some(text.to_string());
+        self.wrong_nodes = nodes.to_vec();
+        self
     }
 
     /// This check, of a run the hang watch ended saying `line`: hung, whatever was measured.
@@ -200,7 +219,8 @@ impl Check {
     }
 
     /// This collective's verdict on node `host` of a job on `hosts`: its own, but `ok` on a
-    /// node that `--locate`, run on it, did not name while it named others; and for a hang
+    /// node that `--locate`, run on it, did not name while it named others; wrong data placed
+    /// on other nodes ([`Check::wrong_nodes`]) leaves this one the verdict of the figures; for a hang
     /// whose line names the stuck rank's host (`rank 2 (node7, pid 12)`), `hung` on that node
     /// and `unknown` (nothing measured to the end) on the others.
     pub fn on_node(&self, host: &str, hosts: &[&str]) -> Verdict {
@@ -212,9 +232,17 @@ impl Check {
                 false => self.verdict,
             };
         }
+        let own = match self.verdict {
+            Verdict::Wrong
+                if !self.wrong_nodes.is_empty() && !self.wrong_nodes.iter().any(|n| n == host) =>
+            {
+                self.measured
+            }
+            v => v,
+        };
         match &self.suspects {
             Some(s) if !s.is_empty() && !s.iter().any(|n| suspect_host(n) == host) => Verdict::Ok,
-            _ => self.verdict,
+            _ => own,
         }
     }
 }
@@ -416,6 +444,14 @@ impl Health {
             .filter(|n| n.verdict == self.verdict)
             .map(|n| n.host.as_str())
             .collect();
+        if self.verdict == Verdict::Wrong {
+            // Placed by validation where the run could tell (not from a log).
+            let placed = self.collectives.iter().any(|c| !c.wrong_nodes.is_empty());
+            return match placed {
+                true => format!(": on {} (where validation found it)", bad.join(", ")),
+                false => String::new(),
+            };
+        }
         if bad.len() < self.nodes.len() {
             let by = match self.verdict {
                 Verdict::Hung => "named by the hang watch",
@@ -500,12 +536,16 @@ fn collective_line(c: &Check) -> String {
         .as_ref()
         .map(|w| format!(" ({w})"))
         .unwrap_or_default();
+    let placed = match &c.wrong_on {
+        Some(w) => format!("; wrong data on {w}"),
+        None => String::new(),
+    };
     let located = match &c.suspects {
         Some(s) if !s.is_empty() => format!("; --locate names {}", s.join(", ")),
         _ => String::new(),
     };
     format!(
-        "{}: {busbw} at {} B, {expected}{wrong}: {}{why}{located}",
+        "{}: {busbw} at {} B, {expected}{wrong}: {}{why}{placed}{located}",
         c.collective,
         c.largest_bytes,
         c.verdict.word()

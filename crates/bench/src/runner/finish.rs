@@ -44,7 +44,11 @@ pub(super) fn finish_section(
     // `--health` judges the section by the threshold alone, not by `--explain-gate`.
     let check = health.zip(conclusion).map(|((threshold, baseline), c)| {
         let (run, x) = &c.explained;
-        Check::judged(run, x, summary.oob_errors, threshold, baseline)
+        let c = Check::judged(run, x, summary.oob_errors, threshold, baseline);
+        match &measured.wrong_place {
+            Some(p) => c.wrong_on(&p.text, &p.hosts),
+            None => c,
+        }
     });
     Section {
         code: if health.is_some() {
@@ -138,6 +142,13 @@ fn summarize(nccl: &Nccl, measured: &Measured, out: &Output) -> (Summary, u8) {
         .flatten()
     {
         crate::eline!("{note}");
+    }
+    if let Some(place) = measured.wrong_place.as_ref().filter(|_| out.printing()) {
+        crate::eline!(
+            "{}: wrong data on {} ({oob} measurement(s) out of bounds)",
+            out.info().program,
+            place.text
+        );
     }
     let summary = Summary {
         oob_errors: oob,

@@ -56,6 +56,7 @@ mod threads;
 mod version;
 mod watchdog;
 mod worker;
+mod wrong_ranks;
 
 pub use discover::ProbedDevice;
 pub use engine::{Engine, Shape};

@@ -89,6 +89,11 @@ impl<'a> ThreadGroup<'a> {
         self.n
     }
 
+    /// This process' world rank.
+    pub fn world_rank(&self) -> usize {
+        self.boot.world_rank()
+    }
+
     /// Waits for all threads, then for all processes.
     pub fn barrier(&self) -> Result<()> {
         if self.rendezvous.wait()? {

@@ -16,6 +16,7 @@ use super::split_groups;
 use super::stall;
 use super::sync::ThreadGroup;
 use super::worker::{GroupSample, Worker};
+use super::wrong_ranks::{WrongPlace, WrongRanks};
 use crate::bootstrap::{Bootstrap, Reduce};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
@@ -27,6 +28,10 @@ use crate::types::{DataType, RedOp};
 pub(super) struct Measured {
     /// Measurements with wrong data, counted over every rank.
     pub oob_errors: u64,
+    /// Where the wrong data was (every thread has the same).
+    pub wrong_ranks: Option<WrongRanks>,
+    /// The same said with the ranks' hosts (world rank 0; set by [`measure`]).
+    pub wrong_place: Option<WrongPlace>,
     /// The GPUs (with their communicators, still open), in NCCL rank order.
     pub gpus: Vec<Gpu>,
     /// With `-M 1`: the memory figures (initialization, user-allocated, collective), maxima
@@ -63,6 +68,7 @@ pub(super) fn measure(
         record_groups: boot.group().size < boot.world_size(),
     };
     let mut measured = run_threads(&engine, &plan.loops, &ready.gpu_plan, ready.starts, out)?;
+    measured.wrong_place = measured.wrong_ranks.map(|w| w.place(&found.device_infos));
     crate::host::trace("all measurements done");
     if engine.record_groups {
         let per_process = (opts.nthreads * opts.ngpus) as usize;
@@ -195,6 +201,8 @@ fn thread_main(
     };
     Ok(Measured {
         oob_errors: oob,
+        wrong_ranks: w.wrong_ranks,
+        wrong_place: None,
         gpus: std::mem::take(&mut w.gpus),
         memory,
         samples: vec![std::mem::take(&mut w.samples)],

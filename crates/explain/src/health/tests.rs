@@ -253,3 +253,47 @@ fn a_hang_names_the_stuck_rank_s_node() {
     assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"vnode2\",gpu=\"g\",verdict=\"hung\"} 1\n"), "{p}");
     assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"vnode1\",gpu=\"g\",verdict=\"unknown\"} 1\n"), "{p}");
 }
+
+#[test]
+fn wrong_data_placed_by_validation_names_its_node_and_leaves_the_others_their_figures() {
+    let ok = Check::of(&run("all_reduce", 390.0), &explained(Some(97.5)), 0, 90.0);
+    let wrong = Check::of(&run("all_gather", 390.0), &explained(Some(97.5)), 2, 90.0)
+        .wrong_on("rank 5 (b)", &["b".to_string()]);
+    let hosts = ["a", "a", "a", "a", "b", "b", "b", "b"];
+    let h = Health::new(vec![ok.clone(), wrong], 90.0, "a", "g").with_nodes(hosts);
+    assert_eq!(h.verdict, Verdict::Wrong);
+    let text = h.text();
+    assert!(
+        text.contains("# health: nodes: a (4 ranks): ok, b (4 ranks): wrong\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(", 2 wrong values: wrong; wrong data on rank 5 (b)\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(": on b (where validation found it)\n"),
+        "{text}"
+    );
+    assert_eq!(h.json()["collectives"][1]["wrong_on"], "rank 5 (b)");
+    assert_eq!(h.json()["collectives"][1]["wrong_nodes"][0], "b");
+    assert_eq!(h.json()["nodes"][0]["verdict"], "ok");
+    let p = h.prometheus();
+    assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"a\",gpu=\"g\",verdict=\"ok\"} 1\n"), "{p}");
+    assert!(p.contains("nccl_perf_health_verdict{collective=\"all_gather\",host=\"b\",gpu=\"g\",verdict=\"wrong\"} 1\n"), "{p}");
+    // The other node keeps what its figures say: slow stays slow there.
+    let slow_wrong = Check::of(&run("all_gather", 300.0), &explained(Some(75.0)), 1, 90.0)
+        .wrong_on("rank 5 (b)", &["b".to_string()]);
+    let h = Health::new(vec![ok.clone(), slow_wrong], 90.0, "a", "g").with_nodes(hosts);
+    assert_eq!(h.nodes[0].verdict, Verdict::Slow);
+    assert_eq!(h.nodes[1].verdict, Verdict::Wrong);
+    // Wrong data a log reports (nowhere placed): every node wrong, no place claimed.
+    let unplaced = Check::of(&run("all_gather", 390.0), &explained(Some(97.5)), 2, 90.0);
+    let h = Health::new(vec![ok, unplaced], 90.0, "a", "g").with_nodes(hosts);
+    assert!(h.nodes.iter().all(|n| n.verdict == Verdict::Wrong));
+    let text = h.text();
+    assert!(
+        !text.contains("validation found") && !text.contains("--locate names the node"),
+        "{text}"
+    );
+}

@@ -32,6 +32,7 @@ use crate::gpu::nccl::Nccl;
 use crate::gpu::op::{BoundOp, Rotation};
 use crate::options::{Average, Blocking};
 use crate::report::{HalfResult, PerIterStats};
+use crate::runner::wrong_ranks::WrongRanks;
 use crate::types::{DataType, RedOp};
 use std::time::Instant;
 
@@ -44,6 +45,8 @@ pub struct Worker<'a> {
     pub(super) rep: u64,
     /// Measurements in which this thread's GPUs had wrong data (reported halves only).
     pub errors: u64,
+    /// Where wrong data was seen, over every rank (reported halves only).
+    pub(crate) wrong_ranks: Option<WrongRanks>,
     /// `-I 1` timing events (none otherwise).
     events: Events,
     /// With split groups ([`Engine::record_groups`]): this thread's own time and the bus
@@ -111,6 +114,7 @@ impl<'a> Worker<'a> {
             gpus,
             rep: 0,
             errors: 0,
+            wrong_ranks: None,
             events,
             samples: Vec::new(),
             sure: None,

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::gpu::kernels::Kernels;
 use crate::runner::engine::Shape;
 use crate::runner::setup::Gpu;
+use crate::runner::wrong_ranks::WrongRanks;
 use crate::verify::tolerance;
 
 impl Worker<'_> {
@@ -35,7 +36,8 @@ impl Worker<'_> {
                 s,
                 in_place,
             )?;
-            let local = self.count_mismatches(s, in_place)?;
+            let counts = self.count_mismatches(s, in_place)?;
+            let local: u64 = counts.iter().map(|(_, n)| n).sum();
             if local > 0 && self.report_errors(in_place) {
                 self.errors += 1;
             }
@@ -44,6 +46,12 @@ impl Worker<'_> {
                 .group
                 .allreduce(self.tid, local as f64, Reduce::Sum)?;
             if wrong > 0.0 {
+                // Every thread of every process sees the same `wrong`: all reduce where it was.
+                if self.report_errors(in_place) {
+                    let seen = WrongRanks::of_thread(&counts);
+                    let seen = WrongRanks::reduced(self.e.group, self.tid, seen)?;
+                    self.wrong_ranks = WrongRanks::merge(self.wrong_ranks, seen);
+                }
                 break;
             }
         }
@@ -122,8 +130,11 @@ impl Worker<'_> {
         self.restore_context()
     }
 
-    fn count_mismatches(&self, s: &Shape, in_place: bool) -> Result<u64> {
-        let mut total = 0;
+    /// Each GPU's mismatches, as (its rank in the device lines' numbering, count).
+    fn count_mismatches(&self, s: &Shape, in_place: bool) -> Result<Vec<(u64, u64)>> {
+        let mut counts = Vec::with_capacity(self.gpus.len());
+        let per_process = (self.e.opts.nthreads * self.e.opts.ngpus).max(1) as u64;
+        let first = self.e.group.world_rank() as u64 * per_process;
         let reduces = self.e.coll.op_column().reduces();
         let tol = tolerance(s.dt, reduces.then_some(s.op));
         for g in &self.gpus {
@@ -145,10 +156,10 @@ impl Worker<'_> {
             g.stream().synchronize()?;
             let mut n = [0u64];
             counter.copy_to_host(&mut n)?;
-            total += n[0];
+            counts.push((first + g.rank() as u64 % per_process, n[0]));
         }
         self.restore_context()?;
-        Ok(total)
+        Ok(counts)
     }
 
     pub(super) fn restore_context(&self) -> Result<()> {
