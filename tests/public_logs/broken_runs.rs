@@ -226,3 +226,33 @@ fn a_cut_log_keeps_the_complete_tests_before_it() {
         "{t}"
     );
 }
+
+#[test]
+fn a_run_that_stopped_in_nccl_s_set_up_or_its_first_measurement_says_where() {
+    // NVIDIA/nccl#1320: the process blocked after the device lines and NCCL's INFO lines.
+    let log = logs().join("nccl-issue-1320-stopped-in-setup.log");
+    let out = tool(&["health", &log.to_string_lossy()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains(
+            "the log ends at line 17, before the table header, during NCCL's set-up of the \
+             communicators: the log is cut short, or the job hung or was killed)"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("# health: all_reduce: no rows, no expected figure"), "{t}");
+    // The same run with its table header printed: it stopped in the first measurement.
+    let dir = scratch("first-row");
+    let header = "#\n\
+        #                                                              out-of-place                       in-place          \n\
+        #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+        #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+    let body = read("nccl-issue-1320-stopped-in-setup.log") + header;
+    let log = write(&dir, "header.log", &body);
+    let t = text(&tool(&["report", &log]));
+    assert!(
+        t.contains("the log ends at line 21, before the first row, during the first measurement"),
+        "{t}"
+    );
+}

@@ -226,6 +226,15 @@ const PUBLIC: &[Expect] = &[
         op: "sum",
     },
     Expect {
+        file: "nccl-issue-1320-stopped-in-setup.log",
+        rows: 0,
+        program: "all_reduce_perf",
+        ranks: Some(2),
+        problems: &[Check::Footer, Check::Rows],
+        error_column: false,
+        op: "",
+    },
+    Expect {
         file: "nccl-tests-issue-249-hashes-lost.log",
         rows: 0,
         program: "all_reduce_perf",

@@ -110,7 +110,7 @@ fn unreadable_input_exits_2_with_file_and_line() {
         assert!(
             err.contains(
                 "cut.log:2 all_reduce_perf: no footer: the test stopped after 9 row(s) (the log \
-                 ends at line 20, before the footer: the log is cut short or the job was killed)"
+                 ends at line 20, before the footer: the log is cut short, or the job hung or was killed)"
             ),
             "{err}"
         );

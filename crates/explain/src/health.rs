@@ -544,10 +544,13 @@ fn collective_line(c: &Check) -> String {
         Some(s) if !s.is_empty() => format!("; --locate names {}", s.join(", ")),
         _ => String::new(),
     };
+    let at = match c.largest_bytes {
+        0 => String::new(),
+        b => format!(" at {b} B"),
+    };
     format!(
-        "{}: {busbw} at {} B, {expected}{wrong}: {}{why}{placed}{located}",
+        "{}: {busbw}{at}, {expected}{wrong}: {}{why}{placed}{located}",
         c.collective,
-        c.largest_bytes,
         c.verdict.word()
     )
 }

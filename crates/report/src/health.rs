@@ -144,8 +144,10 @@ pub fn problems(run: &Run) -> Vec<Problem> {
                 run.text.hang.as_deref().unwrap_or_default()
             ),
             _ if !errors.is_empty() => "it failed".to_string(),
-            Some(stopped) => format!("{stopped}: the log is cut short or the job was killed"),
-            None => "the log is cut short or the program was killed".to_string(),
+            Some(stopped) => {
+                format!("{stopped}: the log is cut short, or the job hung or was killed")
+            }
+            None => "the log is cut short, or the program hung or was killed".to_string(),
         };
         out.push(problem(
             Check::Footer,

@@ -255,8 +255,17 @@ impl<'a> Parser<'a> {
         let complete = matches!(test.stage, Stage::Closing | Stage::Done | Stage::Failed);
         if !complete {
             let last = test.run.source.last_line;
+            let before = match test.stage {
+                Stage::Header | Stage::Devices => {
+                    "before the table header, during NCCL's set-up of the communicators"
+                }
+                Stage::Table if test.run.rows.is_empty() => {
+                    "before the first row, during the first measurement"
+                }
+                _ => "before the footer",
+            };
             test.run.text.stopped = Some(if next > self.last_line {
-                format!("the log ends at line {last}, before the footer")
+                format!("the log ends at line {last}, {before}")
             } else {
                 format!(
                     "another test starts at line {next}, before the footer (or several \
