@@ -241,7 +241,10 @@ fn a_run_that_stopped_in_nccl_s_set_up_or_its_first_measurement_says_where() {
         ),
         "{t}"
     );
-    assert!(t.contains("# health: all_reduce: no rows, no expected figure"), "{t}");
+    assert!(
+        t.contains("# health: all_reduce: no rows, no expected figure"),
+        "{t}"
+    );
     // The same run with its table header printed: it stopped in the first measurement.
     let dir = scratch("first-row");
     let header = "#\n\
