@@ -293,3 +293,74 @@ fn a_two_node_log_gives_one_host_label_per_node() {
         );
     }
 }
+
+#[test]
+fn wrong_data_placed_by_our_stderr_line_in_a_log_names_its_node() {
+    let dir = scratch("baseline-wrong-placed");
+    let two =
+        std::fs::read_to_string(log("tests/logs/gcp-a3mega-mpirun-16.log")).unwrap_or_default();
+    let with = |line: &str, footer: &str| {
+        two.replace(
+            "# Out of bounds values : 0 OK",
+            &format!("{line}\n# Out of bounds values : {footer}"),
+        )
+    };
+    let write = |name: &str, body: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap_or_else(|e| panic!("{e}"));
+        s(&p)
+    };
+    let json = dir.join("h.json");
+    // Rank 12 is on the second node: that node wrong, the first judged by its figures.
+    let one = write(
+        "one.log",
+        with(
+            "all_reduce_perf: wrong data on rank 12 (ztan-mig-gq73) (4 measurement(s) out of bounds)",
+            "4 FAILED",
+        ),
+    );
+    let (code, out, _) = run(&["health", &one, "--json", &s(&json)]);
+    assert_eq!(code, 7, "{out}");
+    assert!(
+        out.contains("; wrong data on rank 12 (ztan-mig-gq73)\n")
+            && out.contains("# health: nodes: ztan-mig-235z (8 ranks): unknown, ztan-mig-gq73 (8 ranks): wrong\n")
+            && out.contains(": on ztan-mig-gq73 (where validation found it)\n"),
+        "{out}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+            .unwrap_or_default();
+    assert_eq!(
+        doc["collectives"][0]["wrong_nodes"][0], "ztan-mig-gq73",
+        "{doc}"
+    );
+    // A range across both nodes: both wrong.
+    let both = write(
+        "both.log",
+        with(
+            "all_reduce_perf: wrong data on up to 2 ranks at once between rank 3 (ztan-mig-235z) and rank 12 (ztan-mig-gq73) (1 measurement(s) out of bounds)",
+            "1 FAILED",
+        ),
+    );
+    let (_, out, _) = run(&["health", &both]);
+    assert!(
+        out.contains(
+            "# health: nodes: ztan-mig-235z (8 ranks): wrong, ztan-mig-gq73 (8 ranks): wrong\n"
+        ),
+        "{out}"
+    );
+    // The line in a run whose footer says no wrong data places nothing.
+    let stray = write(
+        "stray.log",
+        with(
+            "all_reduce_perf: wrong data on rank 12 (ztan-mig-gq73) (4 measurement(s) out of bounds)",
+            "0 OK",
+        ),
+    );
+    let (code, out, _) = run(&["health", &stray]);
+    assert_eq!(code, 10, "{out}");
+    assert!(
+        !out.contains("wrong data on") && !out.contains(": wrong"),
+        "{out}"
+    );
+}

@@ -53,6 +53,9 @@ pub struct TextDetails {
     /// What a footer that is there lacks (`no '# Out of bounds values' line`): the run has a
     /// summary, but not all of it.
     pub footer_gap: Option<String>,
+    /// Where nccl-perf's validation placed wrong data (`rank 5 (node2)`), from world rank 0's
+    /// stderr line in a log.
+    pub wrong_on: Option<String>,
 }
 
 impl Default for TextDetails {
@@ -69,6 +72,7 @@ impl Default for TextDetails {
             partial_devices: Vec::new(),
             hang: None,
             footer_gap: None,
+            wrong_on: None,
         }
     }
 }

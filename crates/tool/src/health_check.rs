@@ -6,6 +6,7 @@
 use clap::{Arg, Command};
 use nccl_perf_explain::baseline::Baseline;
 use nccl_perf_explain::health::{Check, DEFAULT_THRESHOLD, Health, exit};
+use nccl_perf_report::DeviceInfo;
 use nccl_perf_report::run::Run;
 
 use crate::error::ToolError;
@@ -64,6 +65,10 @@ pub fn summary(
             let (seen, x) = crate::explain::explained(r, &skus);
             let wrong = r.summary.as_ref().map_or(0, |s| s.oob_errors);
             let check = Check::judged(&seen, &x, wrong, threshold, baseline);
+            let check = match &r.text.wrong_on {
+                Some(w) if wrong > 0 => check.wrong_on(w, &wrong_nodes(w, &r.devices)),
+                _ => check,
+            };
             match &r.text.hang {
                 Some(line) => check.hung_by(line),
                 None => check,
@@ -89,6 +94,37 @@ pub fn summary(
         first.map_or("", |d| d.name.as_str()),
     )
     .with_nodes(hosts))
+}
+
+/// The nodes a placed wrong-data line names (`rank 5 (node2)`, `... between rank 3 (node1)
+/// and rank 12 (node2)`): those of the device lines from its first rank to its last, else
+/// the hosts it names.
+fn wrong_nodes(place: &str, devices: &[DeviceInfo]) -> Vec<String> {
+    let mut ranks: Vec<i64> = Vec::new();
+    let mut named: Vec<String> = Vec::new();
+    for part in place.split("rank ").skip(1) {
+        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(r) = digits.parse::<i64>() {
+            ranks.push(r);
+        }
+        let host = part[digits.len()..]
+            .strip_prefix(" (")
+            .and_then(|h| h.split_once(')'))
+            .map(|(h, _)| h.to_string());
+        if let Some(h) = host.filter(|h| !h.is_empty() && !named.contains(h)) {
+            named.push(h);
+        }
+    }
+    let (Some(&lo), Some(&hi)) = (ranks.iter().min(), ranks.iter().max()) else {
+        return named;
+    };
+    let mut hosts: Vec<String> = Vec::new();
+    for d in devices.iter().filter(|d| (lo..=hi).contains(&d.rank)) {
+        if !hosts.contains(&d.hostname) {
+            hosts.push(d.hostname.clone());
+        }
+    }
+    if hosts.is_empty() { named } else { hosts }
 }
 
 /// The exit code of a summary, `--health`'s ([`nccl_perf_explain::health::exit`]): 0

@@ -274,6 +274,8 @@ impl DocIn {
                     .nccl_perf_hang
                     .as_ref()
                     .and_then(|h| h.get("line")?.as_str().map(crate::parse::hang_line)),
+                // The -J document keeps nccl-tests' keys: no place for wrong data.
+                wrong_on: None,
             },
             rows,
             summary,

@@ -104,6 +104,28 @@ pub fn hang_verdict(line: &str) -> Option<String> {
     )
 }
 
+/// Where nccl-perf's validation placed wrong data, from world rank 0's stderr line
+/// (`<program>: wrong data on rank 5 (node2) (4 measurement(s) out of bounds)`): the place
+/// (`rank 5 (node2)`, `up to 2 ranks at once between ...`), at most 300 characters; `None` for
+/// any other line.
+pub fn wrong_place(line: &str) -> Option<String> {
+    let at = line.find(": wrong data on ")? + ": wrong data on ".len();
+    let rest = line[at..].trim_end();
+    let cut = rest.rfind(" (")?;
+    let count = rest[cut + 2..].strip_suffix(" measurement(s) out of bounds)")?;
+    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let place = &rest[..cut];
+    (place.starts_with("rank ") || place.starts_with("up to ")).then(|| {
+        place
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(300)
+            .collect()
+    })
+}
+
 /// NCCL's own debug output (`host:pid:tid [dev] NCCL INFO ...`), which `NCCL_DEBUG=INFO` mixes
 /// into stdout.
 pub fn is_nccl_debug(line: &str) -> bool {

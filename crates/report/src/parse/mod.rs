@@ -434,6 +434,9 @@ impl<'a> Parser<'a> {
         {
             run.text.hang = Some(h);
         }
+        if let Some(w) = lines::wrong_place(text) {
+            run.text.wrong_on = Some(w);
+        }
         let extra = |run: &mut Run| {
             let at = run.rows.len();
             run.text.extra_lines.push((at, text.to_string()));

@@ -591,3 +591,44 @@ fn a_hung_run_keeps_rank_0s_verdict_over_the_pointer_lines() {
     // An ordinary run has none.
     assert_eq!(one(V2_19_6).text.hang, None);
 }
+
+#[test]
+fn nccl_perf_s_wrong_data_line_gives_its_place_and_nothing_else_does() {
+    let w = lines::wrong_place;
+    assert_eq!(
+        w("all_reduce_perf: wrong data on rank 5 (node2) (4 measurement(s) out of bounds)")
+            .as_deref(),
+        Some("rank 5 (node2)")
+    );
+    assert_eq!(
+        w("[vnode0] x_perf: wrong data on up to 2 ranks at once between rank 3 (a) and rank 12 (b) (1 measurement(s) out of bounds)\r")
+            .as_deref(),
+        Some("up to 2 ranks at once between rank 3 (a) and rank 12 (b)")
+    );
+    for other in [
+        "all_reduce_perf: wrong data on rank 5 (node2)",
+        "all_reduce_perf: wrong data on rank 5 (node2) (four measurement(s) out of bounds)",
+        "all_reduce_perf: wrong data on rank 5 (node2) ( measurement(s) out of bounds)",
+        "all_reduce_perf: wrong data on everything (4 measurement(s) out of bounds)",
+        "wrong data on rank 5 (node2) (4 measurement(s) out of bounds)",
+    ] {
+        assert_eq!(w(other), None, "{other}");
+    }
+    // A hostile line: no control characters, bounded.
+    let long = format!(
+        "p: wrong data on rank 1 (\x1b[2J{}) (1 measurement(s) out of bounds)",
+        "h".repeat(5000)
+    );
+    let place = w(&long).unwrap_or_default();
+    assert!(
+        place.chars().count() == 300 && !place.contains('\x1b'),
+        "{place}"
+    );
+    // Read inside a test, where rank 0's stderr meets the table.
+    let log = V2_19_6.replace(
+        "# Out of bounds values",
+        "all_reduce_perf: wrong data on rank 0 (vm) (1 measurement(s) out of bounds)\n# Out of bounds values",
+    );
+    assert_eq!(one(&log).text.wrong_on.as_deref(), Some("rank 0 (vm)"));
+    assert_eq!(one(V2_19_6).text.wrong_on, None);
+}
