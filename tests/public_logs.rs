@@ -48,6 +48,27 @@ fn write(dir: &Path, name: &str, body: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// Every nccl-tests 2.19.6 log of tests/golden with a table (a footer): (name, text), by name.
+fn golden_tables() -> Vec<(String, String)> {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
+    let mut names: Vec<String> = std::fs::read_dir(&golden)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".out"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let body =
+                std::fs::read_to_string(golden.join(&name)).unwrap_or_else(|e| panic!("{e}"));
+            (name, body)
+        })
+        .filter(|(_, body)| body.contains("# Avg bus bandwidth"))
+        .collect()
+}
+
 /// `report` on `body` written to `dir/name`: (exit code, stdout, stderr).
 fn report(dir: &Path, name: &str, body: &str) -> (Option<i32>, String, String) {
     let path = write(dir, name, body);

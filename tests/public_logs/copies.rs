@@ -2,7 +2,7 @@
 //! container's JSON log, with a byte order mark or in UTF-16; and the rank count read from
 //! the printed digits or the excerpt's device lines.
 
-use super::{logs, read, report, scratch, text, write};
+use super::{golden_tables, logs, read, report, scratch, text, write};
 use crate::programs::tool;
 use nccl_perf_report::health;
 use nccl_perf_report::parse::{ParseOptions, parse_log};
@@ -13,20 +13,8 @@ fn logs_that_lost_their_hashes_read_as_the_originals() {
     // Every golden nccl-tests 2.19.6 log with a table, as a ticket or web page shows it: the `#`
     // gone with its blank kept (a filter), or with the blanks after it (a Markdown heading).
     let dir = scratch("hashes");
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nccl-tests-2.19.6-h200");
-    let mut names: Vec<String> = std::fs::read_dir(&golden)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".out"))
-        .collect();
-    names.sort();
     let mut checked = 0;
-    for name in names {
-        let body = std::fs::read_to_string(golden.join(&name)).unwrap_or_else(|e| panic!("{e}"));
-        if !body.contains("# Avg bus bandwidth") {
-            continue;
-        }
+    for (name, body) in golden_tables() {
         let want = report(&dir, &name, &body);
         let filtered: String = body
             .lines()

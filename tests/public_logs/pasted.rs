@@ -3,7 +3,7 @@
 //! part, a command echoed before a table that does not name its test, and copies that lost
 //! their `#`s with the columns indented.
 
-use super::{logs, read, scratch, text, write};
+use super::{golden_tables, logs, read, scratch, text, write};
 use crate::programs::tool;
 use nccl_perf_report::health::{self, Check};
 use nccl_perf_report::parse::{ParseOptions, parse_log};
@@ -318,21 +318,8 @@ fn copies_that_lost_their_hashes_with_the_columns_indented_are_read() {
 fn the_rows_of_every_golden_table_read_alone_as_in_the_whole_log() {
     // Every nccl-tests 2.19.6 table of tests/golden (sweeps, every collective, `-I 1` with
     // `-S 1`, hypercube's empty op column), its rows and footer pasted without any `#` line.
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/nccl-tests-2.19.6-h200");
-    let mut names: Vec<String> = std::fs::read_dir(&golden)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".out"))
-        .collect();
-    names.sort();
     let mut checked = 0;
-    for name in names {
-        let body = std::fs::read_to_string(golden.join(&name)).unwrap_or_else(|e| panic!("{e}"));
-        if !body.contains("# Avg bus bandwidth") {
-            continue;
-        }
+    for (name, body) in golden_tables() {
         let whole = one(&name, &body);
         let rows: String = body
             .lines()

@@ -122,6 +122,17 @@ pub struct DeviceInfo {
     pub name: String,
 }
 
+/// The hosts of the device lines from rank `first` to rank `last`, in rank order, each once.
+pub fn hosts_of_ranks(devices: &[DeviceInfo], first: i64, last: i64) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for d in devices.iter().filter(|d| (first..=last).contains(&d.rank)) {
+        if !hosts.contains(&d.hostname) {
+            hosts.push(d.hostname.clone());
+        }
+    }
+    hosts
+}
+
 /// Per-iteration statistics of one half-row (`-I 1`), all times in microseconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PerIterStats {

@@ -108,6 +108,25 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run read from a log, before its devices, rows and footer: `info` and NCCL's version
+    /// code from its header, `source` and `text` as the reader found them; no command line yet.
+    pub fn from_log(info: RunInfo, nccl_version: i32, source: Source, text: TextDetails) -> Run {
+        Run {
+            info,
+            explain: None,
+            devices: Vec::new(),
+            nccl_version,
+            args: Vec::new(),
+            env: Vec::new(),
+            start_time: String::new(),
+            end_time: String::new(),
+            rows: Vec::new(),
+            summary: None,
+            source,
+            text,
+        }
+    }
+
     /// A short name for legends: the file's stem (`ar_sweep` for `logs/ar_sweep.out`), or the
     /// program when there is no file name.
     pub fn label(&self) -> String {

@@ -118,12 +118,7 @@ fn wrong_nodes(place: &str, devices: &[DeviceInfo]) -> Vec<String> {
     let (Some(&lo), Some(&hi)) = (ranks.iter().min(), ranks.iter().max()) else {
         return named;
     };
-    let mut hosts: Vec<String> = Vec::new();
-    for d in devices.iter().filter(|d| (lo..=hi).contains(&d.rank)) {
-        if !hosts.contains(&d.hostname) {
-            hosts.push(d.hostname.clone());
-        }
-    }
+    let hosts = nccl_perf_report::hosts_of_ranks(devices, lo, hi);
     if hosts.is_empty() { named } else { hosts }
 }
 

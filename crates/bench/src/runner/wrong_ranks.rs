@@ -105,14 +105,8 @@ impl WrongRanks {
     /// nodes that may hold the wrong data (exactly those when one rank, or a contiguous run of
     /// ranks, had it).
     pub fn hosts(&self, infos: &[DeviceInfo]) -> Vec<String> {
-        let mut hosts: Vec<String> = Vec::new();
-        for d in infos {
-            let inside = u64::try_from(d.rank).is_ok_and(|r| (self.first..=self.last).contains(&r));
-            if inside && !hosts.contains(&d.hostname) {
-                hosts.push(d.hostname.clone());
-            }
-        }
-        hosts
+        let rank = |r: u64| i64::try_from(r).unwrap_or(i64::MAX);
+        crate::report::hosts_of_ranks(infos, rank(self.first), rank(self.last))
     }
 }
 

@@ -32,27 +32,20 @@ pub fn failed_run(file: &str, lines: &[(usize, &str)]) -> Option<Run> {
         program,
         ..RunInfo::default()
     };
+    let args = equivalent_args(&info, false);
+    let source = Source {
+        file: file.to_string(),
+        first_line: first,
+        last_line: last,
+    };
+    let text = TextDetails {
+        no_header: true,
+        table_header: false,
+        extra_lines: failures.iter().map(|(_, l)| (0, l.to_string())).collect(),
+        ..TextDetails::default()
+    };
     Some(Run {
-        args: equivalent_args(&info, false),
-        info,
-        explain: None,
-        devices: Vec::new(),
-        nccl_version,
-        env: Vec::new(),
-        start_time: String::new(),
-        end_time: String::new(),
-        rows: Vec::new(),
-        summary: None,
-        source: Source {
-            file: file.to_string(),
-            first_line: first,
-            last_line: last,
-        },
-        text: TextDetails {
-            no_header: true,
-            table_header: false,
-            extra_lines: failures.iter().map(|(_, l)| (0, l.to_string())).collect(),
-            ..TextDetails::default()
-        },
+        args,
+        ..Run::from_log(info, nccl_version, source, text)
     })
 }

@@ -392,28 +392,20 @@ impl<'a> Parser<'a> {
             ..RunInfo::default()
         };
         self.current = Some(Test {
-            run: Run {
+            run: Run::from_log(
                 info,
-                explain: None,
-                devices: Vec::new(),
                 nccl_version,
-                args: Vec::new(),
-                env: Vec::new(),
-                start_time: String::new(),
-                end_time: String::new(),
-                rows: Vec::new(),
-                summary: None,
-                source: Source {
+                Source {
                     file: self.file.to_string(),
                     first_line,
                     last_line: n,
                 },
-                text: TextDetails {
+                TextDetails {
                     version_line: version.map(|(_, l)| l),
                     table_header: false,
                     ..TextDetails::default()
                 },
-            },
+            ),
             stage: Stage::Header,
             columns: Columns::default(),
             has_parameters: false,
